@@ -1,0 +1,3 @@
+"""context-compactor: a context-management sidecar for LLM agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""HTTP edge: routers, request/response schemas, dependencies, problem+json."""

@@ -1,0 +1,29 @@
+"""FastAPI dependencies as `Annotated` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.api.state import AppState
+from app.services.compaction import CompactionService
+from app.services.estimation import EstimationService
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.compactor
+    return state
+
+
+def get_estimation(request: Request) -> EstimationService:
+    return get_state(request).estimation
+
+
+def get_compaction(request: Request) -> CompactionService:
+    return get_state(request).compaction
+
+
+State = Annotated[AppState, Depends(get_state)]
+Estimation = Annotated[EstimationService, Depends(get_estimation)]
+Compaction = Annotated[CompactionService, Depends(get_compaction)]

@@ -1,0 +1,101 @@
+"""Explicit mappers between HTTP schemas and service values."""
+
+from __future__ import annotations
+
+from app.api.schemas import (
+    Breakdown,
+    CompactIn,
+    CompactOut,
+    EstimateOut,
+    HistoryIn,
+    SummarizerOut,
+)
+from app.engine.estimate import UsageReport
+from app.services.compaction import CompactionOutcome
+from app.services.estimation import CountedHistory
+from app.services.history import CompactOptions, HistoryInput
+
+
+def history_input(body: HistoryIn) -> HistoryInput:
+    return HistoryInput(
+        messages=body.messages,
+        format=body.format,
+        system=body.system,
+        tools=body.tools,
+        model=body.model,
+        context_window=body.context_window,
+        reserve_tokens=body.reserve_tokens,
+        trigger_tokens=body.trigger_tokens,
+        keep_recent_tokens=getattr(body, "keep_recent_tokens", None),
+        tokenizer=body.tokenizer,
+        usage=tuple(UsageReport(**u.model_dump()) for u in body.usage),
+        estimate_floor=body.estimate_floor,
+    )
+
+
+def compact_options(body: CompactIn) -> CompactOptions:
+    return CompactOptions(force=body.force, instructions=body.instructions, thinking=body.thinking)
+
+
+def estimate_out(counted: CountedHistory) -> EstimateOut:
+    estimate = counted.estimate
+    method = counted.choice.method
+    return EstimateOut(
+        tokens=estimate.tokens,
+        method=f"usage+{method}" if estimate.anchor is not None else method,
+        exact=counted.choice.exact and estimate.anchor is None,
+        encoding=counted.choice.tokenizer.name,
+        model=counted.choice.model.name or None,
+        breakdown=Breakdown(system=estimate.system, tools=estimate.tools, messages=estimate.messages),
+        per_message=list(estimate.per_message),
+        context_window=counted.settings.effective_window,
+        reserve_tokens=counted.settings.reserve_tokens,
+        threshold=counted.threshold,
+        should_compact=counted.should_compact,
+        usage_anchor_index=estimate.anchor.message_index if estimate.anchor else None,
+        estimate_floor=0,
+    )
+
+
+def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
+    counted = outcome.counted
+    common = {
+        "format": counted.format,
+        "system": body.system,
+        "tools": body.tools,
+        "tokens_before": outcome.tokens_before,
+        "threshold": counted.threshold,
+    }
+    if not outcome.compacted:
+        return CompactOut(
+            compacted=False,
+            reason=outcome.reason,
+            messages=body.messages,
+            tokens_after=outcome.tokens_before,
+            estimate_floor=body.estimate_floor,
+            **common,
+        )
+    plan, summary, summarizer = outcome.plan, outcome.summary, outcome.summarizer
+    assert plan is not None and summary is not None and summarizer is not None
+    assert outcome.messages is not None and outcome.tokens_after is not None
+    info = summarizer.info
+    return CompactOut(
+        compacted=True,
+        messages=outcome.messages,
+        summary=summary.summary,
+        updated_previous_summary=plan.previous_summary is not None,
+        cut_index=plan.cut_index,
+        summarized_messages=len(plan.to_summarize),
+        tokens_after=outcome.tokens_after,
+        estimate_floor=len(outcome.messages),
+        summarizer=SummarizerOut(
+            provider=info.provider,
+            model=info.model,
+            thinking=summary.thinking,
+            attempts=summary.attempts,
+            chunks=summary.chunks,
+            input_tokens=summary.usage.input_tokens,
+            output_tokens=summary.usage.output_tokens,
+        ),
+        **common,
+    )

@@ -1,0 +1,65 @@
+"""Where the kept tail starts (SPEC §5.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.engine.messages import Message
+
+
+def find_cut_index(
+    messages: Sequence[Message],
+    per_message: Sequence[int],
+    keep_recent_tokens: int,
+    start: int = 0,
+) -> int:
+    """Index of the first kept message; a result `<= start` means nothing to compact.
+
+    `start` is the first message that may be summarized (after system messages and a
+    previous summary). Walks back from the newest message until `keep_recent_tokens` are
+    kept, moves to the nearest older valid cut point, then widens the tail until no tool
+    call is separated from its result.
+    """
+    kept = 0
+    candidate = None
+    for index in range(len(messages) - 1, start - 1, -1):
+        kept += per_message[index]
+        if kept >= keep_recent_tokens:
+            candidate = index
+            break
+    if candidate is None:
+        return start
+    cut = nearest_valid_cut(messages, candidate, start)
+    return start if cut is None else keep_tool_pairs_together(messages, cut, start)
+
+
+def nearest_valid_cut(messages: Sequence[Message], index: int, start: int) -> int | None:
+    """The nearest valid cut point at or before `index`, not before `start`."""
+    for position in range(index, start - 1, -1):
+        if messages[position].is_valid_cut_point:
+            return position
+    return None
+
+
+def keep_tool_pairs_together(messages: Sequence[Message], cut: int, start: int) -> int:
+    """Moves `cut` back until every call/result pair lies wholly on one side of it.
+
+    Handles parallel calls, results that arrive out of order or several messages late.
+    Results with no call anywhere (or calls never answered) cannot be split and are left.
+    """
+    positions: dict[str, list[int]] = {}
+    for index, message in enumerate(messages):
+        for call_id in (*message.tool_call_ids, *message.tool_result_ids):
+            positions.setdefault(call_id, []).append(index)
+    while cut > start:
+        earliest_split = min(
+            (min(where) for where in positions.values() if min(where) < cut <= max(where)),
+            default=None,
+        )
+        if earliest_split is None:
+            return cut
+        moved = nearest_valid_cut(messages, earliest_split, start)
+        if moved is None:
+            return start
+        cut = moved
+    return cut

@@ -1,0 +1,52 @@
+"""Domain errors. They carry no HTTP meaning; the API layer maps each to one status."""
+
+from __future__ import annotations
+
+
+class CompactorError(Exception):
+    """Base class of every error the engine and services raise on purpose."""
+
+
+class InvalidHistoryError(CompactorError):
+    """The request's history is not valid in its wire format; `where` points at the spot."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+class NothingToCompactError(CompactorError):
+    """There is no message before the cut point to fold into a summary."""
+
+
+class SummarizerError(CompactorError):
+    """The summarizer could not produce a usable summary."""
+
+    def __init__(self, message: str, *, provider: str = "", model: str = "") -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+
+
+class SummaryTruncatedError(SummarizerError):
+    """The summary hit the output limit, and the retry rule did not rescue it."""
+
+
+class EmptySummaryError(SummarizerError):
+    """The summarizer answered with no text."""
+
+
+class SummarizerRejectedError(SummarizerError):
+    """The provider rejected the request (4xx other than 429) or answered nonsense."""
+
+
+class SummarizerUnavailableError(SummarizerError):
+    """The provider could not be reached, or kept failing transiently past the retries."""
+
+
+class SummarizerTimeoutError(SummarizerError):
+    """The provider did not answer within the deadline."""
+
+
+class CallerGoneError(CompactorError):
+    """The caller disconnected; the work was abandoned and nothing was kept."""

@@ -1,0 +1,1 @@
+"""Wire formats ↔ engine messages. Pure translation; the raw objects are kept as given."""

@@ -1,0 +1,145 @@
+"""OpenAI Chat Completions `messages` ↔ engine messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.engine.messages import Block, BlockKind, Conversation, Message, Role
+from app.formats.common import (
+    compact_json,
+    expect_str,
+    fail,
+    image_block,
+    other_block,
+    type_name,
+)
+
+FORMAT = "openai"
+_ROLES = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "tool": Role.TOOL,
+}
+
+
+def parse_message(raw: Any, where: str) -> Message:
+    """One Chat Completions message; raises InvalidHistoryError naming the bad field."""
+    if not isinstance(raw, dict):
+        raise fail(where, f"each message must be an object, got {type_name(raw)}")
+    role_name = raw.get("role")
+    role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+    if role is None:
+        raise fail(
+            f"{where}.role",
+            f"unknown role {role_name!r} for format openai; use one of {', '.join(_ROLES)}",
+        )
+    name = raw.get("name")
+    if name is not None:
+        expect_str(name, f"{where}.name")
+    content = raw.get("content")
+    if role is Role.TOOL:
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise fail(f"{where}.tool_call_id", "a tool message needs a non-empty tool_call_id")
+        text = _content_text(content, f"{where}.content")
+        blocks: tuple[Block, ...] = (
+            Block(kind=BlockKind.TOOL_RESULT, text=text, tool_call_id=call_id),
+        )
+        return Message(role=role, blocks=blocks, raw=raw, name=name)
+    blocks = _content_blocks(content, f"{where}.content")
+    if role is Role.ASSISTANT:
+        blocks = (*blocks, *_tool_calls(raw.get("tool_calls"), f"{where}.tool_calls"))
+        if isinstance(raw.get("reasoning_content"), str) and raw["reasoning_content"]:
+            blocks = (Block(kind=BlockKind.THINKING, text=raw["reasoning_content"]), *blocks)
+    elif raw.get("tool_calls") is not None:
+        raise fail(f"{where}.tool_calls", f"only assistant messages may carry tool_calls")
+    return Message(role=role, blocks=blocks, raw=raw, name=name)
+
+
+def _content_blocks(content: Any, where: str) -> tuple[Block, ...]:
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (Block(kind=BlockKind.TEXT, text=content),) if content else ()
+    if not isinstance(content, list):
+        raise fail(where, f"must be a string, null or an array of parts, got {type_name(content)}")
+    return tuple(_part(part, f"{where}[{i}]") for i, part in enumerate(content))
+
+
+def _part(part: Any, where: str) -> Block:
+    if not isinstance(part, dict):
+        raise fail(where, f"each content part must be an object, got {type_name(part)}")
+    kind = part.get("type")
+    if kind == "text":
+        return Block(kind=BlockKind.TEXT, text=expect_str(part.get("text"), f"{where}.text"))
+    if kind == "refusal":
+        return Block(kind=BlockKind.TEXT, text=expect_str(part.get("refusal"), f"{where}.refusal"))
+    if kind == "image_url":
+        image = part.get("image_url")
+        if not isinstance(image, dict) or not isinstance(image.get("url"), str):
+            raise fail(f"{where}.image_url", "must be an object with a string url")
+        url: str = image["url"]
+        detail = image.get("detail") if isinstance(image.get("detail"), str) else None
+        return image_block(url if url.startswith("data:") else None, detail)
+    if not isinstance(kind, str):
+        raise fail(f"{where}.type", "each content part needs a string type")
+    return other_block(part)
+
+
+def _content_text(content: Any, where: str) -> str:
+    blocks = _content_blocks(content, where)
+    return "\n".join(b.text for b in blocks if b.kind in (BlockKind.TEXT, BlockKind.OTHER))
+
+
+def _tool_calls(calls: Any, where: str) -> tuple[Block, ...]:
+    if calls is None:
+        return ()
+    if not isinstance(calls, list):
+        raise fail(where, f"must be an array, got {type_name(calls)}")
+    blocks = []
+    for i, call in enumerate(calls):
+        at = f"{where}[{i}]"
+        if not isinstance(call, dict):
+            raise fail(at, f"each tool call must be an object, got {type_name(call)}")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise fail(f"{at}.id", "each tool call needs a non-empty string id")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise fail(f"{at}.function", "must be an object with name and arguments")
+        name = expect_str(function.get("name"), f"{at}.function.name")
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = compact_json(arguments)
+        blocks.append(
+            Block(kind=BlockKind.TOOL_CALL, tool_call_id=call_id, tool_name=name, arguments=arguments)
+        )
+    return tuple(blocks)
+
+
+def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()) -> Conversation:
+    """A whole request; leading system/developer messages form the system prompt."""
+    parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))
+    inline = 0
+    while inline < len(parsed) and parsed[inline].role is Role.SYSTEM:
+        inline += 1
+    top: tuple[Message, ...] = ()
+    if system:
+        text = system if isinstance(system, str) else _system_text(system)
+        top = (Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),)
+    return Conversation(
+        format=FORMAT, system=top, messages=parsed, tools=tuple(tools), inline_system_count=inline
+    )
+
+
+def _system_text(system: Any) -> str:
+    blocks = _content_blocks(system, "system")
+    return "\n".join(b.text for b in blocks if b.kind is BlockKind.TEXT)
+
+
+def summary_message(text: str) -> dict[str, Any]:
+    """The wire object of a summary message."""
+    return {"role": "user", "content": text}

@@ -1,0 +1,69 @@
+"""Application factory and lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app import __version__
+from app.api.limits import BodySizeLimit
+from app.api.problems import install_problem_handlers
+from app.api.routes import health, history
+from app.api.state import AppState
+from app.engine.count_cache import TokenCountCache
+from app.engine.ports import Summarizer
+from app.registry import load_registry
+from app.services.compaction import CompactionService
+from app.services.estimation import EstimationService
+from app.services.summarizers import build_summarizer
+from app.settings import Settings
+from app.tokenizers.bpe import TokenizerRegistry
+
+
+def build_state(settings: Settings, summarizer: Summarizer | None = None) -> AppState:
+    """Everything requests share, built from settings (no I/O beyond local files)."""
+    tokenizers = TokenizerRegistry()
+    models = load_registry(settings.models_file, settings.fallback_context_window)
+    estimation = EstimationService(
+        tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
+    )
+    compaction = CompactionService(
+        estimation,
+        summarizer or build_summarizer(settings),
+        default_thinking=settings.summarizer_thinking,
+    )
+    return AppState(
+        settings=settings,
+        tokenizers=tokenizers,
+        models=models,
+        estimation=estimation,
+        compaction=compaction,
+    )
+
+
+def create_app(settings: Settings | None = None, summarizer: Summarizer | None = None) -> FastAPI:
+    """The ASGI app; `uvicorn --factory app.main:create_app` calls this with no arguments."""
+    settings = settings or Settings()
+    state = build_state(settings, summarizer)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.tokenizers.warm()
+        state.ready = True
+        yield
+        state.ready = False
+
+    app = FastAPI(
+        title="context-compactor",
+        version=__version__,
+        summary="Context management for LLM agents: estimate, decide, compact.",
+        lifespan=lifespan,
+    )
+    app.state.compactor = state
+    install_problem_handlers(app)
+    app.include_router(health.router)
+    app.include_router(history.router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app

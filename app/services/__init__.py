@@ -1,0 +1,1 @@
+"""Use cases joining the engine with tokenizers, formats, providers and the store."""

@@ -1,0 +1,36 @@
+"""The history a caller sends, as the services see it (no HTTP types)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.estimate import UsageReport
+from app.engine.thinking import ThinkingLevel
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryInput:
+    """A request's history and the settings that apply to it."""
+
+    messages: Sequence[Any]
+    format: str | None = None
+    system: Any = None
+    tools: Sequence[Any] = ()
+    model: str | None = None
+    context_window: int | None = None
+    reserve_tokens: int | None = None
+    trigger_tokens: int | None = None
+    keep_recent_tokens: int | None = None
+    tokenizer: str = "auto"
+    usage: Sequence[UsageReport] = ()
+    estimate_floor: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOptions:
+    force: bool = False
+    instructions: str | None = None
+    thinking: ThinkingLevel | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,31 @@
+"""Service configuration: one pydantic-settings class, `COMPACTOR_` prefix, never read at
+import time (create_app builds it or is given one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.engine.thinking import ThinkingLevel
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="COMPACTOR_", extra="ignore")
+
+    database_url: str = "sqlite:///./data/compactor.db"
+    summarizer: Literal["extractive", "openai", "anthropic"] = "extractive"
+    summarizer_base_url: str | None = None
+    summarizer_api_key: SecretStr | None = None
+    summarizer_model: str | None = None
+    summarizer_thinking: ThinkingLevel = ThinkingLevel.OFF
+    summarizer_timeout_seconds: float = Field(default=120.0, gt=0)
+    api_keys: SecretStr | None = None
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    models_file: Path | None = None
+    fallback_context_window: int = Field(default=128_000, gt=0)
+    image_tokens: int = Field(default=1200, ge=0)
+    token_cache_entries: int = Field(default=200_000, ge=1)
+    workspace_roots: str | None = None

@@ -1,0 +1,1 @@
+"""Tokenizer adapters implementing `app.engine.ports.Tokenizer`."""
