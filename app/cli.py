@@ -10,7 +10,9 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-app = typer.Typer(help="context-compactor: context management for LLM agents.", no_args_is_help=True)
+app = typer.Typer(
+    help="context-compactor: context management for LLM agents.", no_args_is_help=True
+)
 
 
 @app.command()
@@ -106,9 +108,7 @@ def compact(
     body = CompactIn.model_validate(doc)
     state = build_state(Settings())
     try:
-        outcome = asyncio.run(
-            state.compaction.compact(history_input(body), compact_options(body))
-        )
+        outcome = asyncio.run(state.compaction.compact(history_input(body), compact_options(body)))
     except CompactorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -144,3 +144,7 @@ def main() -> None:
 
 
 __all__ = ["app", "main"]
+
+
+if __name__ == "__main__":
+    main()

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
 from app import __version__
 from app.api.limits import BodySizeLimit
 from app.api.problems import install_problem_handlers
-from app.api.routes import health, history
+from app.api.routes import health, history, system_prompt
 from app.api.state import AppState
 from app.engine.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.summarizers import build_summarizer
+from app.services.summarizers import (
+    build_summarizer,
+    initial_summarizer,
+    needs_http_client,
+    summarizer_http_client,
+)
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -31,7 +36,7 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
     )
     compaction = CompactionService(
         estimation,
-        summarizer or build_summarizer(settings),
+        summarizer or initial_summarizer(settings, models),
         default_thinking=settings.summarizer_thinking,
     )
     return AppState(
@@ -51,9 +56,15 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.tokenizers.warm()
-        state.ready = True
-        yield
-        state.ready = False
+        async with AsyncExitStack() as stack:
+            if summarizer is None and needs_http_client(settings):
+                # One shared client per run of the app; the stand-in returns at shutdown.
+                client = await stack.enter_async_context(summarizer_http_client(settings))
+                stack.callback(setattr, state.compaction, "summarizer", state.compaction.summarizer)
+                state.compaction.summarizer = build_summarizer(settings, client, state.models)
+            state.ready = True
+            yield
+            state.ready = False
 
     app = FastAPI(
         title="context-compactor",
@@ -65,5 +76,6 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(history.router)
+    app.include_router(system_prompt.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.engine.thinking import ThinkingLevel
@@ -22,10 +22,23 @@ class Settings(BaseSettings):
     summarizer_model: str | None = None
     summarizer_thinking: ThinkingLevel = ThinkingLevel.OFF
     summarizer_timeout_seconds: float = Field(default=120.0, gt=0)
+    # Transport retries of one summary call (429, 5xx, connection errors), all within
+    # summarizer_timeout_seconds.
+    summarizer_max_retries: int = Field(default=3, ge=0, le=10)
     api_keys: SecretStr | None = None
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     models_file: Path | None = None
     fallback_context_window: int = Field(default=128_000, gt=0)
     image_tokens: int = Field(default=1200, ge=0)
     token_cache_entries: int = Field(default=200_000, ge=1)
+    # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+
+    @field_validator("workspace_roots")
+    @classmethod
+    def _workspace_roots_are_absolute(cls, value: str | None) -> str | None:
+        """Refuse to start with a relative root: what it allows would depend on the cwd."""
+        for root in (value or "").split(","):
+            if root.strip() and not root.strip().startswith("/"):
+                raise ValueError(f"workspace root {root.strip()!r} is not an absolute path")
+        return value

@@ -46,7 +46,9 @@ def estimate_out(counted: CountedHistory) -> EstimateOut:
         exact=counted.choice.exact and estimate.anchor is None,
         encoding=counted.choice.tokenizer.name,
         model=counted.choice.model.name or None,
-        breakdown=Breakdown(system=estimate.system, tools=estimate.tools, messages=estimate.messages),
+        breakdown=Breakdown(
+            system=estimate.system, tools=estimate.tools, messages=estimate.messages
+        ),
         per_message=list(estimate.per_message),
         context_window=counted.settings.effective_window,
         reserve_tokens=counted.settings.reserve_tokens,

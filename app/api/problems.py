@@ -21,6 +21,8 @@ from app.engine.errors import (
     SummarizerTimeoutError,
     SummarizerUnavailableError,
 )
+from app.engine.system_prompt import InvalidSystemPromptError
+from app.services.workspace import WorkspaceAccessError
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -63,6 +65,8 @@ def problem_response(
 # Domain error → (status, title, slug). Order matters: subclasses before their bases.
 _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (InvalidHistoryError, 422, "Invalid history", "invalid-history"),
+    (InvalidSystemPromptError, 422, "Invalid system prompt request", "invalid-system-prompt"),
+    (WorkspaceAccessError, 403, "Outside the workspace", "workspace-access-denied"),
     (NothingToCompactError, 409, "Nothing to compact", "nothing-to-compact"),
     (SummarizerTimeoutError, 504, "Summarizer timed out", "summarizer-timeout"),
     (SummarizerUnavailableError, 503, "Summarizer unavailable", "summarizer-unavailable"),
@@ -124,7 +128,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         titles = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
         title = titles.get(exc.status_code, "HTTP error")
-        return problem_response(exc.status_code, title, str(exc.detail), title.lower().replace(" ", "-"))
+        return problem_response(
+            exc.status_code, title, str(exc.detail), title.lower().replace(" ", "-")
+        )
 
     app.add_exception_handler(CompactorError, on_domain)
     app.add_exception_handler(ApiError, on_api_error)

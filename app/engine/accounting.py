@@ -113,9 +113,7 @@ def count_tools(tools: Sequence[Any], tokenizer: Tokenizer, rules: CountingRules
     return ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
 
 
-def _openai_tools(
-    tools: Sequence[Any], tokenizer: Tokenizer, c: ToolCountingConstants
-) -> int:
+def _openai_tools(tools: Sequence[Any], tokenizer: Tokenizer, c: ToolCountingConstants) -> int:
     total = 0
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
@@ -134,9 +132,7 @@ def _openai_tools(
     return total + c.func_end
 
 
-def _openai_property(
-    key: str, schema: Any, tokenizer: Tokenizer, c: ToolCountingConstants
-) -> int:
+def _openai_property(key: str, schema: Any, tokenizer: Tokenizer, c: ToolCountingConstants) -> int:
     if not isinstance(schema, Mapping):
         return tokenizer.count(f"{key}:{_compact_json(schema)}")
     total = 0
@@ -147,7 +143,9 @@ def _openai_property(
             total += c.enum_item + tokenizer.count(str(item))
     kind = schema.get("type", "")
     description = _strip_period(str(schema.get("description") or ""))
-    total += tokenizer.count(f"{key}:{kind if isinstance(kind, str) else _compact_json(kind)}:{description}")
+    total += tokenizer.count(
+        f"{key}:{kind if isinstance(kind, str) else _compact_json(kind)}:{description}"
+    )
     # The published rule covers flat properties; nested schemas (objects, arrays, unions)
     # still reach the model, so their remaining structure is counted as JSON.
     nested = {k: v for k, v in schema.items() if k not in ("type", "description", "enum")}

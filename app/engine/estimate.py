@@ -42,9 +42,7 @@ def latest_usable_report(
 ) -> UsageReport | None:
     """The newest report describing the current context; reports below the floor are
     stale (they measured a context that compaction replaced)."""
-    usable = [
-        u for u in usage if estimate_floor <= u.message_index < message_count and u.total > 0
-    ]
+    usable = [u for u in usage if estimate_floor <= u.message_index < message_count and u.total > 0]
     return max(usable, key=lambda u: u.message_index) if usable else None
 
 

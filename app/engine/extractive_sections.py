@@ -16,6 +16,7 @@ _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_HEADING = re.compile(r"^\*\*([^*]+?)\*\*:?\s*$")
 _ITEM_START = re.compile(r"^ ?(?:[-*+•]|\d+[.)])\s+")
 _CHECKBOX = re.compile(r"^\[([ xX✓✔])\]\s*")
+_CHECKBOX_SECTIONS = frozenset({"progress", "done", "in_progress"})
 _NONE_ITEM = re.compile(r"^[(*_]*(?:none|n/a|nothing|无)[)*_.]*$", re.IGNORECASE)
 _REPEAT_SUFFIX = re.compile(r"^(.*\S)\s+\(×(\d+)\)$", re.DOTALL)
 _MERGED_NOTE = re.compile(r"^\((\d+) earlier actions? merged[^)]*\)$")
@@ -97,7 +98,8 @@ def parse_summary(markdown: str) -> SummarySections:
     collected = _Collector()
     for key, title, lines in _split_by_heading(markdown):
         for item in _items(lines):
-            checkbox = _CHECKBOX.match(item)
+            # Only progress items carry a checkbox; elsewhere "[x]" is part of the text.
+            checkbox = _CHECKBOX.match(item) if key in _CHECKBOX_SECTIONS else None
             bare = item[checkbox.end() :] if checkbox else item
             if not bare.strip() or _NONE_ITEM.match(bare.strip()):
                 continue
@@ -165,7 +167,7 @@ def _listed_paths(text: str) -> list[str]:
 
 def _section_key(title: str) -> str | None:
     name = " ".join(re.sub(r"[^\w&' -]+", " ", title.casefold()).split())
-    return next((key for word, key in _SECTION_WORDS if word in name), None)
+    return next((key for word, key in _SECTION_WORDS if re.search(rf"\b{word}", name)), None)
 
 
 def _split_by_heading(markdown: str) -> list[tuple[str, str, list[str]]]:
@@ -242,6 +244,9 @@ def _with_count(action: DoneAction) -> str:
 
 def _bullet(item: str, marker: str = "- ") -> str:
     """One list item; its later lines are indented under the marker so they stay inside it."""
-    first, *rest = item.split("\n")
-    pad = " " * len(marker)
-    return "\n".join([marker + first, *(pad + line if line.strip() else "" for line in rest)])
+    # Split as the parser will (`splitlines` also breaks at "\r"); trailing blanks go.
+    first, *rest = [line.rstrip() for line in item.splitlines()] or [""]
+    # Indent by the list marker alone ("- ", "1. "), not the checkbox: that is what parsing
+    # strips again, so a rendered summary parses back to the same items.
+    pad = " " * (len(marker.split(" ")[0]) + 1)
+    return "\n".join([marker + first, *(pad + line if line else "" for line in rest)])

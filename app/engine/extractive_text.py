@@ -11,14 +11,20 @@ _HARNESS_BLOCK = re.compile(
     r".*?</\1>",
     re.DOTALL,
 )
-_INTERRUPTION = re.compile(r"\[Request interrupted by user[^\]]*\]")
+_INTERRUPTION = re.compile(
+    r"\[Request interrupted by user[^\]]*\]|^Read the output file to retrieve the result: \S+$",
+    re.MULTILINE,
+)
 _FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 # English sentences end at punctuation plus space; CJK punctuation needs no space after it.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])")
 
 _CONSTRAINT_CUE = re.compile(
-    r"\b(?:do(?:n['’]t| not)|never|always|must(?:n['’]t)?|should(?:n['’]t)?|only|avoid|"
+    r"^only\b|\b(?:do(?:n['’]t| not)|never|always|must(?:n['’]t)?|should(?:n['’]t)?|avoid|"
+    # A bare "only" is mostly a fact ("it only fails on CI"); as a rule it leads or is bound.
+    r"(?:should|must|can|please) only|only (?:use|modify|change|touch|edit|run|work|write|add|"
+    r"fix|read|commit|test|output|return)|"
     r"prefer(?:ably|red)?|make sure|ensure|without|keep|unchanged|(?:need|needs|have|has) to|"
     r"required?|instead of|stick to|not allowed|at most|at least)\b"
     r"|必须|不要|保持|只|不能|不得|禁止|务必|一定要|请勿|不许|应该|避免|确保|尽量|优先|仅",
@@ -44,9 +50,12 @@ _ERROR_LINE = re.compile(
     r"|(?-i:\bFAILED\b|\bERR!)",
     re.IGNORECASE,
 )
+_TRACEBACK = "Traceback (most recent call last)"
 _TRACEBACK_SOURCE = re.compile(r"^(?:File \"|raise\b|except\b|Traceback\b)")
 _FAILED_EXIT = re.compile(r"\bexit(?:ed with)? code:? ?[1-9]\d*", re.IGNORECASE)
-_NOISE_LINE = re.compile(r"^(?:OBSERVATION:|\[.*\])$")
+# Harness lines around a tool's output: OpenHands' markers and shell prompt, exit notes.
+_NOISE_LINE = re.compile(r"^(?:OBSERVATION:|\[.*\]|\S+@\S+:.*[#$])$")
+_HARNESS_SUFFIX = re.compile(r"\[Python Interpreter: [^\]]*\]$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
 
@@ -74,7 +83,9 @@ def cap_with_note(text: str, limit: int) -> str:
 
 
 def code_span(text: str) -> str:
-    """`text` as a markdown code span that survives backticks inside it."""
+    """`text` as a one-line markdown code span that survives backticks inside it."""
+    # A code span cannot hold a line break and stay one list item.
+    text = " ".join(text.splitlines())
     if "`" not in text:
         return f"`{text}`"
     fence = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
@@ -136,19 +147,31 @@ def intent_of(text: str) -> str | None:
 
 def error_lines(text: str, *, head_only: bool) -> list[str]:
     """The error lines of a tool output, verbatim; `head_only` scans only its first lines."""
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line and line != "OBSERVATION:"]
+    lines = [line.rstrip() for line in text.splitlines()]
+    lines = [line for line in lines if line.strip() and line.strip() != "OBSERVATION:"]
     scanned = lines[:3] if head_only else lines
+    traceback_at = next((i for i, line in enumerate(lines) if line.startswith(_TRACEBACK)), None)
     found: list[str] = []
-    for index, line in enumerate(scanned):
-        if _TRACEBACK_SOURCE.match(line) or not _ERROR_LINE.search(line):
-            continue
-        # A bare "ERROR:" heading says nothing; its message is on the next line.
-        if len(line) < 12 and line.endswith(":") and index + 1 < len(lines):
-            line = f"{line} {lines[index + 1]}"
-        if line not in found:
+    for index, raw in enumerate(scanned):
+        line = raw.strip()
+        if traceback_at is not None and _closes_traceback(lines, index, traceback_at):
             found.append(line)
-    return [cap(line, 300) for line in found[-2:]]
+        elif not _TRACEBACK_SOURCE.match(line) and _ERROR_LINE.search(line):
+            # A bare "ERROR:" heading says nothing; its message is on the next line.
+            if len(line) < 12 and line.endswith(":") and index + 1 < len(lines):
+                line = f"{line} {lines[index + 1].strip()}"
+            found.append(line)
+    unique = list(dict.fromkeys(_HARNESS_SUFFIX.sub("", line) for line in found))
+    return [cap(line, 300) for line in unique[-2:]]
+
+
+def _closes_traceback(lines: list[str], index: int, traceback_at: int) -> bool:
+    """True for the exception line that closes a Python traceback: its last line."""
+    line = lines[index]
+    if index <= traceback_at or line[:1].isspace() or line.startswith(("Traceback", "During")):
+        return False
+    # Frames are indented; the first flush-left line after them names the exception.
+    return lines[index - 1][:1].isspace()
 
 
 def failed_exit(text: str) -> bool:
@@ -159,7 +182,7 @@ def failed_exit(text: str) -> bool:
 def last_meaningful_line(text: str) -> str | None:
     """The last line of a tool output that is not an exit-code or harness note."""
     for line in reversed(text.splitlines()):
-        line = line.strip()
+        line = _HARNESS_SUFFIX.sub("", line.strip())
         if line and not _NOISE_LINE.match(line) and not failed_exit(line):
             return cap(line, 300)
     return None

@@ -70,7 +70,8 @@ def describe_tool_call(name: str | None, arguments: str) -> ToolCallSummary:
     """The Done line and touched files of a call to tool `name` with JSON `arguments`."""
     args = _parsed_arguments(arguments)
     tool = _tool_key(name or "")
-    path = _first_text(args, _PATH_KEYS)
+    # A path is one line; joining stray line breaks keeps the lists equal to what is shown.
+    path = " ".join(_first_text(args, _PATH_KEYS).splitlines())
     editor_command = _text(args, "command")
     if path and editor_command in _EDITOR_VERBS:
         return _editor_call(_EDITOR_VERBS[editor_command], path)

@@ -96,7 +96,9 @@ class _Reader:
         if found:
             self.last_result_error = found[-1]
         else:
-            self.last_result_error = "the last tool call failed without a message" if failed else None
+            self.last_result_error = (
+                "the last tool call failed without a message" if failed else None
+            )
 
     def facts(self) -> TranscriptFacts:
         return TranscriptFacts(

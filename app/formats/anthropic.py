@@ -134,7 +134,9 @@ def system_text(system: Any) -> str:
     if isinstance(system, str):
         return system
     if not isinstance(system, list):
-        raise fail("system", f"must be a string or an array of text blocks, got {type_name(system)}")
+        raise fail(
+            "system", f"must be a string or an array of text blocks, got {type_name(system)}"
+        )
     texts = []
     for i, block in enumerate(system):
         if not isinstance(block, dict) or block.get("type") != "text":

@@ -42,7 +42,9 @@ def other_block(value: Any) -> Block:
 def image_block(data: str | None, detail: str | None = None) -> Block:
     """An image; its pixel size is read when base64 data is present."""
     size = image_size_from_base64(data) if data else None
-    info = ImageInfo(width=size[0], height=size[1], detail=detail) if size else ImageInfo(
-        detail=detail
+    info = (
+        ImageInfo(width=size[0], height=size[1], detail=detail)
+        if size
+        else ImageInfo(detail=detail)
     )
     return Block(kind=BlockKind.IMAGE, image=info)

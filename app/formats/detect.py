@@ -7,7 +7,14 @@ from typing import Any
 
 from app.formats import anthropic, openai
 
-_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+_ANTHROPIC_BLOCKS = {
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "image",
+    "document",
+}
 _OPENAI_PARTS = {"image_url", "input_audio", "refusal", "file"}
 
 

@@ -55,7 +55,7 @@ def parse_message(raw: Any, where: str) -> Message:
         if isinstance(raw.get("reasoning_content"), str) and raw["reasoning_content"]:
             blocks = (Block(kind=BlockKind.THINKING, text=raw["reasoning_content"]), *blocks)
     elif raw.get("tool_calls") is not None:
-        raise fail(f"{where}.tool_calls", f"only assistant messages may carry tool_calls")
+        raise fail(f"{where}.tool_calls", "only assistant messages may carry tool_calls")
     return Message(role=role, blocks=blocks, raw=raw, name=name)
 
 
@@ -115,7 +115,9 @@ def _tool_calls(calls: Any, where: str) -> tuple[Block, ...]:
         if not isinstance(arguments, str):
             arguments = compact_json(arguments)
         blocks.append(
-            Block(kind=BlockKind.TOOL_CALL, tool_call_id=call_id, tool_name=name, arguments=arguments)
+            Block(
+                kind=BlockKind.TOOL_CALL, tool_call_id=call_id, tool_name=name, arguments=arguments
+            )
         )
     return tuple(blocks)
 
@@ -129,7 +131,9 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
     top: tuple[Message, ...] = ()
     if system:
         text = system if isinstance(system, str) else _system_text(system)
-        top = (Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),)
+        top = (
+            Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),
+        )
     return Conversation(
         format=FORMAT, system=top, messages=parsed, tools=tuple(tools), inline_system_count=inline
     )

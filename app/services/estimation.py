@@ -104,12 +104,15 @@ class EstimationService:
         name = info.encoding if choice == "auto" else choice
         if name not in TOKENIZER_CHOICES[1:]:
             raise InvalidHistoryError(
-                f"tokenizer: unknown tokenizer {choice!r}; use one of {', '.join(TOKENIZER_CHOICES)}",
+                f"tokenizer: unknown tokenizer {choice!r}; "
+                f"use one of {', '.join(TOKENIZER_CHOICES)}",
                 where="tokenizer",
             )
         tokenizer = self.tokenizers.get(name)
         exact = info.exact and info.known and name == info.encoding and fmt == OPENAI
-        rules = CountingRules(format=fmt, tools_family=info.tools_family, image_tokens=self.image_tokens)
+        rules = CountingRules(
+            format=fmt, tools_family=info.tools_family, image_tokens=self.image_tokens
+        )
         return TokenizerChoice(tokenizer=tokenizer, model=info, exact=exact, rules=rules)
 
     def settings_for(self, history: HistoryInput, info: ModelInfo) -> CompactionSettings:
@@ -143,9 +146,7 @@ class EstimationService:
             parser.parse(history.messages, history.system, history.tools) if parse_all else None
         )
         parsed = conversation.messages if conversation is not None else None
-        per_message = self._count_messages(
-            history.messages, parsed, parser.parse_message, choice
-        )
+        per_message = self._count_messages(history.messages, parsed, parser.parse_message, choice)
         inline = (
             conversation.inline_system_count
             if conversation is not None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import tiktoken
@@ -11,8 +13,17 @@ import tiktoken
 from app.tokenizers.offline_ranks import ENCODINGS, load_ranks
 
 
+# Below this many characters a batch is counted on the calling thread: handing work to
+# another thread costs more than it saves.
+PARALLEL_MIN_CHARS = 200_000
+_POOL_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
 class TiktokenTokenizer:
     """Counts with a tiktoken `Encoding` built from offline ranks."""
+
+    _pool: ThreadPoolExecutor | None = None
+    _pool_lock = threading.Lock()
 
     def __init__(self, encoding: Any) -> None:
         self._encoding = encoding
@@ -30,9 +41,40 @@ class TiktokenTokenizer:
         return len(self._encoding.encode_ordinary(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
-        """Counts several texts, in order."""
+        """Counts several texts, in order; big batches are split across threads, since
+        tiktoken's encoder releases the GIL."""
+        total_chars = sum(map(len, texts))
+        if _POOL_WORKERS == 1 or total_chars < PARALLEL_MIN_CHARS or len(texts) < 2:
+            return self._count_sequential(texts)
+        slices = _balanced_slices(texts, total_chars, _POOL_WORKERS)
+        pool = self._shared_pool()
+        parts = pool.map(self._count_sequential, [texts[lo:hi] for lo, hi in slices])
+        return [count for part in parts for count in part]
+
+    def _count_sequential(self, texts: list[str]) -> list[int]:
         encode = self._encoding.encode_ordinary
         return [len(encode(t)) if t else 0 for t in texts]
+
+    @classmethod
+    def _shared_pool(cls) -> ThreadPoolExecutor:
+        with cls._pool_lock:
+            if cls._pool is None:
+                cls._pool = ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="tokenize")
+            return cls._pool
+
+
+def _balanced_slices(texts: list[str], total_chars: int, parts: int) -> list[tuple[int, int]]:
+    """Contiguous index ranges holding about the same number of characters each."""
+    target = total_chars / parts
+    slices: list[tuple[int, int]] = []
+    start, running = 0, 0
+    for index, text in enumerate(texts):
+        running += len(text)
+        if running >= target * (len(slices) + 1) and len(slices) < parts - 1:
+            slices.append((start, index + 1))
+            start = index + 1
+    slices.append((start, len(texts)))
+    return [(lo, hi) for lo, hi in slices if hi > lo]
 
 
 class CharsPerTokenTokenizer:

@@ -11,6 +11,7 @@ from app.api.deps import Compaction, Estimation
 from app.api.mappers import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import Problem
 from app.api.schemas import CompactIn, CompactOut, EstimateIn, EstimateOut
+from app.engine.errors import CallerGoneError
 
 router = APIRouter(tags=["history"])
 
@@ -36,20 +37,29 @@ def estimate(body: EstimateIn, estimation: Estimation) -> EstimateOut:
 async def compact(body: CompactIn, request: Request, compaction: Compaction) -> CompactOut:
     """Fold the older part of a history into one summary message, keep the recent part."""
     gone = asyncio.Event()
-    watcher = asyncio.create_task(_watch_disconnect(request, gone))
+    work = asyncio.create_task(
+        compaction.compact(history_input(body), compact_options(body), caller_gone=gone.is_set)
+    )
+    watcher = asyncio.create_task(_watch_disconnect(request, gone, work))
     try:
-        outcome = await compaction.compact(
-            history_input(body), compact_options(body), caller_gone=gone.is_set
-        )
+        outcome = await work
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if gone.is_set() and current is not None and current.cancelling() == 0:
+            # The watcher cancelled the work, not the server: nobody waits for an answer.
+            raise CallerGoneError("the client disconnected; the compaction was cancelled") from None
+        raise
     finally:
         watcher.cancel()
+        work.cancel()
     return compact_out(body, outcome)
 
 
-async def _watch_disconnect(request: Request, gone: asyncio.Event) -> None:
-    """Sets `gone` when the client disconnects, so retries are not started for nobody."""
-    while not gone.is_set():
+async def _watch_disconnect(request: Request, gone: asyncio.Event, work: asyncio.Task[Any]) -> None:
+    """On client disconnect, sets `gone` and cancels the work (and so the model call)."""
+    while not work.done():
         if await request.is_disconnected():
             gone.set()
+            work.cancel()
             return
         await asyncio.sleep(0.25)

@@ -1,0 +1,145 @@
+"""Anthropic Messages summarizer.
+
+One call per attempt: `POST {base_url}/v1/messages` with the instruction as `system`, one
+user message with the prompt, `max_tokens` = the output budget, and extended thinking with
+a budget below `max_tokens` unless the level is `off`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from app.engine.errors import SummarizerRejectedError
+from app.engine.models import ModelInfo
+from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.thinking import ThinkingLevel
+from app.providers.http import ProviderEndpoint, RetryPolicy, post_json, registry_info
+
+PROVIDER = "anthropic"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+
+# Anthropic's smallest thinking budget; also what we leave for the summary text itself.
+MIN_THINKING_BUDGET = 1024
+THINKING_BUDGETS: dict[ThinkingLevel, int] = {
+    ThinkingLevel.MINIMAL: 1024,
+    ThinkingLevel.LOW: 2048,
+    ThinkingLevel.MEDIUM: 8192,
+    ThinkingLevel.HIGH: 16384,
+}
+# Both mean the output stopped at a limit before the summary was finished.
+_TRUNCATED_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
+
+
+def thinking_budget(level: ThinkingLevel, max_tokens: int) -> int | None:
+    """Tokens of extended thinking for `level`, below `max_tokens` with room left for the
+    summary; None (no thinking) for `off` or when `max_tokens` is too small for both."""
+    if level is ThinkingLevel.OFF:
+        return None
+    ceiling = max_tokens - MIN_THINKING_BUDGET
+    if ceiling < MIN_THINKING_BUDGET:
+        return None
+    return max(MIN_THINKING_BUDGET, min(THINKING_BUDGETS[level], ceiling))
+
+
+class _Block(BaseModel):
+    type: str
+    text: str | None = None
+
+
+class _Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+class MessagesAnswer(BaseModel):
+    """The part of a Messages API answer the summarizer reads."""
+
+    content: list[_Block]
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class AnthropicSummarizer:
+    """Summarizer over the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        model: str,
+        entry: ModelInfo,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout_seconds: float = 120.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        base = base_url.rstrip("/")
+        # Accept a base URL given with or without the version segment.
+        url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+        self._client = client
+        self._retry = retry or RetryPolicy()
+        self._info = registry_info(PROVIDER, model, entry)
+        self._endpoint = ProviderEndpoint(
+            provider=PROVIDER,
+            model=model,
+            url=url,
+            timeout_seconds=timeout_seconds,
+            headers=headers,
+            secret=api_key,
+        )
+
+    @property
+    def info(self) -> SummarizerInfo:
+        return self._info
+
+    def payload(self, request: SummaryRequest) -> dict[str, Any]:
+        """The Messages API body of one attempt."""
+        body: dict[str, Any] = {
+            "model": self._info.model,
+            "max_tokens": request.max_output_tokens,
+            "system": request.system_prompt,
+            "messages": [{"role": "user", "content": request.prompt}],
+        }
+        budget = thinking_budget(request.thinking, request.max_output_tokens)
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return body
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """One attempt; `stop_reason: max_tokens` comes back as `truncated`."""
+        answer = await post_json(
+            self._client, self._endpoint, self.payload(request), MessagesAnswer, self._retry
+        )
+        if answer.stop_reason == "refusal":
+            raise self._endpoint.error(SummarizerRejectedError, "the model refused to summarize")
+        texts: list[str] = []
+        for index, block in enumerate(answer.content):
+            if block.type != "text":
+                continue  # thinking and redacted_thinking are the model's notes, not output
+            if block.text is None:
+                raise self._endpoint.error(
+                    SummarizerRejectedError,
+                    f"answered with a response of an unexpected shape (content.{index}.text: "
+                    "missing in a text block)",
+                )
+            texts.append(block.text)
+        usage = answer.usage or _Usage()
+        prompt_tokens = (
+            usage.input_tokens
+            + (usage.cache_creation_input_tokens or 0)
+            + (usage.cache_read_input_tokens or 0)
+        )
+        return SummaryResult(
+            text="".join(texts),
+            truncated=answer.stop_reason in _TRUNCATED_STOPS,
+            usage=SummaryUsage(prompt_tokens, usage.output_tokens),
+        )

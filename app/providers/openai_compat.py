@@ -1,0 +1,127 @@
+"""OpenAI-compatible Chat Completions summarizer (OpenAI, vLLM, Ollama, OpenRouter, LiteLLM…).
+
+One call per attempt: `POST {base_url}/chat/completions` with the system instruction and
+the prompt, no tools, the output budget, and `reasoning_effort` when thinking is on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from app.engine.errors import SummarizerRejectedError
+from app.engine.models import ModelInfo
+from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.thinking import ThinkingLevel
+from app.providers.http import ProviderEndpoint, RetryPolicy, post_json, registry_info
+
+PROVIDER = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+# OpenAI's reasoning families refuse `max_tokens`; they take `max_completion_tokens`.
+_REASONING_FAMILY = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+# Local reasoning models often inline their thoughts before the answer.
+_LEADING_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+
+
+class _Message(BaseModel):
+    content: str | None = None
+    refusal: str | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(BaseModel):
+    # Some compatible servers send nulls here; usage is a report, not worth failing over.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class ChatCompletion(BaseModel):
+    """The part of a Chat Completions answer the summarizer reads."""
+
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None
+
+
+def budget_field(model: str) -> str:
+    """`max_completion_tokens` for OpenAI reasoning families, `max_tokens` otherwise."""
+    name = model.rsplit("/", 1)[-1]
+    return "max_completion_tokens" if _REASONING_FAMILY.match(name) else "max_tokens"
+
+
+class OpenAICompatibleSummarizer:
+    """Summarizer over any server that speaks OpenAI Chat Completions."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        model: str,
+        entry: ModelInfo,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout_seconds: float = 120.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        headers = {"content-type": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._client = client
+        self._retry = retry or RetryPolicy()
+        self._info = registry_info(PROVIDER, model, entry)
+        self._endpoint = ProviderEndpoint(
+            provider=PROVIDER,
+            model=model,
+            url=f"{base_url.rstrip('/')}/chat/completions",
+            timeout_seconds=timeout_seconds,
+            headers=headers,
+            secret=api_key,
+        )
+
+    @property
+    def info(self) -> SummarizerInfo:
+        return self._info
+
+    def payload(self, request: SummaryRequest) -> dict[str, Any]:
+        """The Chat Completions body of one attempt."""
+        body: dict[str, Any] = {
+            "model": self._info.model,
+            "messages": [
+                {"role": "system", "content": request.system_prompt},
+                {"role": "user", "content": request.prompt},
+            ],
+            budget_field(self._info.model): request.max_output_tokens,
+            "stream": False,
+        }
+        if request.thinking is not ThinkingLevel.OFF:
+            body["reasoning_effort"] = request.thinking.value
+        return body
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """One attempt; `finish_reason: length` comes back as `truncated`."""
+        answer = await post_json(
+            self._client, self._endpoint, self.payload(request), ChatCompletion, self._retry
+        )
+        choice = answer.choices[0]
+        text = choice.message.content or ""
+        if choice.finish_reason == "content_filter":
+            raise self._endpoint.error(
+                SummarizerRejectedError, "the provider's content filter stopped the summary"
+            )
+        if not text.strip() and choice.message.refusal:
+            raise self._endpoint.error(
+                SummarizerRejectedError, f"the model refused: {choice.message.refusal}"
+            )
+        usage = answer.usage or _Usage()
+        return SummaryResult(
+            text=_LEADING_THINK.sub("", text, count=1),
+            truncated=choice.finish_reason == "length",
+            usage=SummaryUsage(usage.prompt_tokens or 0, usage.completion_tokens or 0),
+        )

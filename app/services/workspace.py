@@ -1,0 +1,128 @@
+"""Reading prompt and rules files from a workspace the service shares with the agent.
+
+Only inside the configured roots (`COMPACTOR_WORKSPACE_ROOTS`): a `..` segment, a path
+outside every root, or a symlink whose target leaves its root is refused, never followed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.engine.errors import CompactorError
+from app.engine.system_prompt import CandidateFile, candidate_paths, normalize_absolute
+
+MAX_FILE_BYTES = 1024 * 1024
+
+
+class WorkspaceAccessError(CompactorError):
+    """A path is outside the allowed workspace roots, uses `..`, or escapes by a symlink."""
+
+
+def parse_workspace_roots(value: str | None) -> tuple[str, ...]:
+    """The comma-separated roots of the setting, normalized; empty when unset."""
+    roots = [part.strip() for part in (value or "").split(",") if part.strip()]
+    for root in roots:
+        if not root.startswith("/"):
+            raise ValueError(f"workspace root {root!r} is not an absolute path")
+    return tuple(dict.fromkeys(normalize_absolute(root, "workspace root") for root in roots))
+
+
+def is_inside(path: str, root: str) -> bool:
+    """Whether normalized `path` is `root` or lies below it."""
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+@dataclass(frozen=True, slots=True)
+class _Root:
+    path: str
+    real: str
+
+
+class WorkspaceReader:
+    """Reads the candidate files of a system prompt request from the allowed roots."""
+
+    def __init__(self, roots: Sequence[str], max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        # Roots may themselves be symlinks (/tmp on some systems); compare real to real.
+        self._roots = tuple(_Root(root, os.path.realpath(root)) for root in roots)
+        self._max_file_bytes = max_file_bytes
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._roots)
+
+    def read_candidates(
+        self, cwd: str, global_dir: str | None, project_dir: str | None, trusted: bool
+    ) -> tuple[CandidateFile, ...]:
+        """The candidate files that exist; directories above a root are skipped."""
+        named = [("cwd", cwd), ("global_dir", global_dir)]
+        if trusted:
+            named.append(("project_dir", project_dir))
+        for where, raw in named:
+            if raw is not None:
+                self._check_named(raw, where)
+        found: list[CandidateFile] = []
+        for path in candidate_paths(cwd, global_dir, project_dir, trusted):
+            roots = self._roots_holding(path)
+            if roots:
+                read = self._read(path, roots)
+                if read is not None:
+                    found.append(read)
+        return tuple(found)
+
+    def _roots_holding(self, path: str) -> list[_Root]:
+        return [root for root in self._roots if is_inside(path, root.path)]
+
+    def _check_named(self, raw: str, where: str) -> None:
+        normalize_absolute(raw, where)  # a relative path is a payload error, not a refusal
+        if ".." in raw.split("/"):
+            raise WorkspaceAccessError(
+                f"{where}: {raw!r} contains a '..' segment; send the path without '..'"
+            )
+        path = normalize_absolute(raw, where)
+        roots = self._roots_holding(path)
+        if not roots:
+            raise WorkspaceAccessError(
+                f"{where}: {path!r} is outside every allowed workspace root "
+                "(COMPACTOR_WORKSPACE_ROOTS)"
+            )
+        self._resolve_within(path, roots, where)
+
+    def _resolve_within(self, path: str, roots: list[_Root], where: str) -> str:
+        """The real path of `path`, which must stay inside one of `roots`."""
+        real = os.path.realpath(path)
+        if not any(is_inside(real, root.real) for root in roots):
+            raise WorkspaceAccessError(
+                f"{where}: {path!r} goes through a symlink that leaves its workspace root"
+            )
+        return real
+
+    def _read(self, path: str, roots: list[_Root]) -> CandidateFile | None:
+        real = self._resolve_within(path, roots, "file")
+        # O_NOFOLLOW: a symlink swapped in after the check is refused, not followed;
+        # O_NONBLOCK: a FIFO named like a rules file must not hang the request.
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(real, flags)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise WorkspaceAccessError(f"file: {path!r} changed into a symlink") from exc
+            return None  # missing or unreadable files are simply absent
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(self._max_file_bytes + 1)
+        truncated = len(data) > self._max_file_bytes
+        # final=False drops a multi-byte character cut in half at the size bound.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = decoder.decode(data[: self._max_file_bytes], final=not truncated)
+        if truncated:
+            text += (
+                f"\n\n[truncated: only the first {self._max_file_bytes} bytes of this file "
+                "were read]"
+            )
+        return CandidateFile(path=path, content=text, truncated=truncated)

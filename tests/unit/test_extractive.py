@@ -1,0 +1,433 @@
+"""SPEC §5.8: the offline extractive summarizer fills the §5.4 sections and merges updates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.engine.extractive import ExtractiveSummarizer
+from app.engine.marker import SummaryMarker
+from app.engine.messages import Block, BlockKind, ImageInfo, Message, Role
+from app.engine.ports import SummaryRequest
+from app.engine.prompts import SUMMARY_SECTIONS
+from app.engine.thinking import ThinkingLevel
+
+TOOL_HEAVY = Path(__file__).parents[1] / "data" / "claude_code" / "tool_heavy.openai.json"
+CONSTRAINT = "Keep the public interface unchanged."
+
+
+def user(text: str) -> Message:
+    return Message(role=Role.USER, blocks=(Block(kind=BlockKind.TEXT, text=text),))
+
+
+def assistant(text: str = "", *calls: Block) -> Message:
+    blocks = (Block(kind=BlockKind.TEXT, text=text),) if text else ()
+    return Message(role=Role.ASSISTANT, blocks=blocks + calls)
+
+
+def call(call_id: str, name: str, **arguments: Any) -> Block:
+    return Block(
+        kind=BlockKind.TOOL_CALL,
+        tool_call_id=call_id,
+        tool_name=name,
+        arguments=json.dumps(arguments),
+    )
+
+
+def result(call_id: str, text: str, *, is_error: bool = False) -> Message:
+    block = Block(kind=BlockKind.TOOL_RESULT, tool_call_id=call_id, text=text, is_error=is_error)
+    return Message(role=Role.TOOL, blocks=(block,))
+
+
+def summarize(
+    messages: list[Message], previous: str | None = None, instructions: str | None = None
+) -> str:
+    request = SummaryRequest(
+        system_prompt="",
+        prompt="",
+        messages=tuple(messages),
+        previous_summary=previous,
+        instructions=instructions,
+        max_output_tokens=4096,
+        thinking=ThinkingLevel.OFF,
+    )
+    summary = asyncio.run(ExtractiveSummarizer().summarize(request))
+    assert not summary.truncated
+    return summary.text
+
+
+def section(summary: str, heading: str) -> str:
+    """The body under `heading`, up to the next heading of any level."""
+    start = summary.index(heading + "\n") + len(heading) + 1
+    following = re.search(r"^#{2,3} ", summary[start:], re.MULTILINE)
+    return summary[start : start + following.start() if following else None].strip()
+
+
+def session() -> list[Message]:
+    return [
+        user(f"Fix the off-by-one in `sum_range`. {CONSTRAINT} Don't modify tests."),
+        assistant(
+            "Let me look at the code first.",
+            call("c1", "Read", file_path="src/sum.py"),
+        ),
+        result("c1", "def sum_range(a, b):\n    return sum(range(a, b))\n"),
+        assistant(
+            "", call("c2", "Edit", file_path="src/sum.py", old_string="b)", new_string="b + 1)")
+        ),
+        result("c2", "The file src/sum.py has been updated."),
+        assistant("", call("c3", "Bash", command="pytest -q")),
+        result(
+            "c3",
+            'Traceback (most recent call last):\n  File "tests/test_sum.py", line 3\n'
+            "    assert sum_range(1, 3) == 6\nAssertionError: assert 5 == 6\n1 failed",
+        ),
+        assistant("The test still fails. I'll check the fixture next."),
+    ]
+
+
+def test_info_names_the_extractive_model_without_limits() -> None:
+    info = ExtractiveSummarizer().info
+    assert (info.provider, info.model) == ("extractive", "extractive-v1")
+    assert info.context_window is None
+    assert info.max_output_tokens is None
+    assert info.thinking_levels == ()
+
+
+def test_all_sections_are_present_in_order() -> None:
+    summary = summarize(session())
+    positions = [summary.index(f"{heading}\n") for heading in SUMMARY_SECTIONS]
+    assert positions == sorted(positions)
+    assert summary.startswith("## Goal\n")
+    assert section(summary, "## Next Steps").startswith("1. ")
+
+
+def test_goal_is_the_first_user_request_verbatim() -> None:
+    request = "Port the parser to Rust.\nKeep `parse()` as the entry point."
+    summary = summarize([user(request), assistant("On it."), user("ok")])
+    goal = section(summary, "## Goal")
+    assert goal.startswith("- Port the parser to Rust.\n  Keep `parse()` as the entry point.")
+    assert "ok" not in goal.split("\n")
+
+
+def test_long_first_request_is_capped_with_a_note() -> None:
+    summary = summarize([user("x" * 5000)])
+    goal = section(summary, "## Goal")
+    assert "x" * 1500 in goal
+    assert "x" * 1501 not in goal
+    assert "[3500 more characters not shown]" in goal
+
+
+def test_constraint_sentences_are_kept_verbatim_and_plain_sentences_are_not() -> None:
+    constraints = section(summarize(session()), "## Constraints & Preferences")
+    assert f"- {CONSTRAINT}" in constraints.splitlines()
+    assert "- Don't modify tests." in constraints.splitlines()
+    assert "off-by-one" not in constraints
+
+
+def test_constraint_words_in_tool_output_are_not_constraints() -> None:
+    messages = [
+        user("Summarize the README."),
+        assistant("", call("c1", "Read", file_path="README.md")),
+        result("c1", "You must never commit secrets."),
+    ]
+    assert section(summarize(messages), "## Constraints & Preferences") == "(none)"
+
+
+def test_chinese_constraint_sentence_is_kept_in_mixed_text() -> None:
+    summary = summarize(
+        [user("请修复 `parse()` 的 bug。必须保持公共接口不变。Also avoid new deps.")]
+    )
+    constraints = section(summary, "## Constraints & Preferences").splitlines()
+    assert "- 必须保持公共接口不变。" in constraints
+    assert "- Also avoid new deps." in constraints
+    assert "- 请修复 `parse()` 的 bug。" not in constraints
+
+
+def test_tool_calls_become_done_items_and_file_lists() -> None:
+    messages = [
+        user("Fix the CloudFront bug."),
+        assistant("", call("c1", "Read", file_path="src/sum.py")),
+        result("c1", "..."),
+        assistant("", call("c2", "str_replace_editor", command="view", path="/repo/moto/a.py")),
+        result("c2", "..."),
+        assistant(
+            "",
+            call("c3", "str_replace_editor", command="str_replace", path="/repo/moto/b.py"),
+            call("c4", "str_replace_editor", command="create", path="/repo/repro.py"),
+            call("c5", "MultiEdit", file_path="src/util.py", edits=[]),
+            call("c6", "execute_bash", command="python /repo/repro.py"),
+        ),
+    ]
+    summary = summarize(messages)
+    done = section(summary, "### Done").splitlines()
+    assert "- [x] read `src/sum.py`" in done
+    assert "- [x] edited `/repo/moto/b.py`" in done
+    assert "- [x] created `/repo/repro.py`" in done
+    assert "- [x] ran `python /repo/repro.py`" in done
+    context = section(summary, "## Critical Context").splitlines()
+    assert "- Files read: `src/sum.py`, `/repo/moto/a.py`" in context
+    assert "- Files modified: `/repo/moto/b.py`, `/repo/repro.py`, `src/util.py`" in context
+
+
+def test_repeated_actions_collapse_and_the_done_list_is_capped() -> None:
+    messages = [user("Make the build green.")]
+    for index in range(40):
+        messages.append(assistant("", call(f"c{index}", "Bash", command=f"make step{index}")))
+    for index in range(3):
+        messages.append(assistant("", call(f"t{index}", "Bash", command="pytest -q")))
+    done = section(summarize(messages), "### Done").splitlines()
+    assert done[-1] == "- [x] ran `pytest -q` (×3)"
+    assert done[0] == "- [x] (11 earlier actions merged)"
+    assert len(done) == 31
+
+
+def test_latest_error_is_kept_verbatim_and_blocks_progress() -> None:
+    summary = summarize(session())
+    assert "- Error: `AssertionError: assert 5 == 6`" in section(summary, "## Critical Context")
+    assert "AssertionError: assert 5 == 6" in section(summary, "### Blocked")
+    assert "I'll check the fixture next." in section(summary, "## Next Steps")
+
+
+def test_anthropic_style_error_result_in_a_user_message_is_kept() -> None:
+    failure = Block(
+        kind=BlockKind.TOOL_RESULT,
+        tool_call_id="c1",
+        text="<tool_use_error>File has not been read yet.</tool_use_error>",
+        is_error=True,
+    )
+    messages = [
+        user("Update the config."),
+        assistant("", call("c1", "Write", file_path="config.toml", content="x")),
+        Message(role=Role.USER, blocks=(failure,)),
+    ]
+    summary = summarize(messages)
+    assert "`<tool_use_error>File has not been read yet.</tool_use_error>`" in summary
+    assert section(summary, "### Blocked") != "(none)"
+
+
+def test_blocked_is_none_when_the_last_tool_result_succeeded() -> None:
+    messages = [
+        *session(),
+        assistant("", call("c9", "Bash", command="pytest -q")),
+        result("c9", "ok"),
+    ]
+    assert section(summarize(messages), "### Blocked") == "(none)"
+
+
+def test_five_update_rounds_keep_constraint_files_and_only_the_newest_errors() -> None:
+    summary = summarize(session())
+    for round_number in range(1, 6):
+        new_messages = [
+            user(f"Round {round_number}: try another approach."),
+            assistant(
+                "", call(f"r{round_number}", "Read", file_path=f"src/read_{round_number}.py")
+            ),
+            result(f"r{round_number}", "..."),
+            assistant("", call(f"e{round_number}", "Edit", file_path=f"src/mod_{round_number}.py")),
+            result(f"e{round_number}", "ok"),
+            assistant("", call(f"b{round_number}", "Bash", command="pytest -q")),
+            result(
+                f"b{round_number}", f"E   KeyError: 'round{round_number}'\nFAILED t{round_number}"
+            ),
+        ]
+        summary = summarize(new_messages, previous=summary)
+    context = section(summary, "## Critical Context")
+    assert f"- {CONSTRAINT}" in section(summary, "## Constraints & Preferences").splitlines()
+    for path in ["src/sum.py", *(f"src/read_{n}.py" for n in range(1, 6))]:
+        assert f"`{path}`" in context.split("- Files modified:")[0]
+    for path in ["src/sum.py", *(f"src/mod_{n}.py" for n in range(1, 6))]:
+        assert f"`{path}`" in context.split("- Files modified:")[1]
+    errors = [line for line in context.splitlines() if line.startswith("- Error: ")]
+    assert errors == [
+        "- Error: `FAILED t3`",
+        "- Error: `E   KeyError: 'round4'`",
+        "- Error: `FAILED t4`",
+        "- Error: `E   KeyError: 'round5'`",
+        "- Error: `FAILED t5`",
+    ]
+    assert "AssertionError: assert 5 == 6" not in context
+    assert section(summary, "## Next Steps").count("Resolve the latest error") == 1
+    assert section(summary, "## Goal").startswith("- Fix the off-by-one in `sum_range`.")
+
+
+def test_same_input_gives_byte_identical_output() -> None:
+    first = summarize(session(), instructions="focus on tests")
+    assert summarize(session(), instructions="focus on tests") == first
+    # Updating with nothing new changes nothing: the summary parses back to itself.
+    assert summarize([], previous=first, instructions="focus on tests") == first
+
+
+def test_previous_summary_with_its_marker_line_parses_the_same() -> None:
+    first = summarize(session())
+    marked = SummaryMarker().render(first)
+    assert summarize([], previous=marked) == summarize([], previous=first)
+
+
+# Fragments of summaries as an LLM or this module might write them, to be shuffled.
+_SUMMARY_PIECES = st.sampled_from(
+    [
+        *("\n", " ", "  ", "a", "`", "- ", "* ", "1. ", "[x] ", "[ ] ", "(none)", "\r", "必须。"),
+        *("## Goal\n", "## Constraints and Preferences\n", "## Progress\n", "### Done\n"),
+        *("**Next Steps:**\n", "## Critical Context\n", "## Open Questions\n"),
+        *("Files read: ", "Error: ", " (×3)", "(4 earlier actions merged)"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_SUMMARY_PIECES, max_size=40).map("".join))
+def test_any_previous_summary_settles_after_one_update(markdown: str) -> None:
+    once = summarize([], previous=markdown)
+    assert summarize([], previous=once) == once
+
+
+def test_instructions_become_a_focus_line() -> None:
+    summary = summarize(session(), instructions="Keep the database schema details.")
+    assert "- Focus requested: Keep the database schema details." in summary
+
+
+def test_llm_written_previous_summary_keeps_its_items() -> None:
+    previous = """# Summary
+
+**Goal:**
+Fix the flaky upload test in `tests/test_upload.py`.
+
+## Constraints and Preferences
+* Use only the standard library
+* Don't touch the CI config
+
+## Progress
+### Done
+- [x] Reproduced the failure locally
+- Found the race in `upload/worker.py`
+### In Progress
+- [ ] Writing a fix with a lock
+### Blocked
+- None
+
+## Key Decisions
+- **Use a threading.Lock**: simplest fix that removes the race
+
+## Next Steps
+1. Add the lock
+2. Re-run the upload tests
+
+## Critical Context
+- Files modified: `upload/worker.py`
+- The test server listens on port 8080
+- Error: `TimeoutError: upload took 30s`
+
+## Open Questions
+- Should retries be configurable?
+"""
+    summary = summarize([user("Also add a regression test.")], previous=previous)
+    assert section(summary, "## Goal").splitlines() == [
+        "- Fix the flaky upload test in `tests/test_upload.py`.",
+        "- Also add a regression test.",
+    ]
+    constraints = section(summary, "## Constraints & Preferences").splitlines()
+    assert constraints == ["- Use only the standard library", "- Don't touch the CI config"]
+    done = section(summary, "### Done").splitlines()
+    assert done == [
+        "- [x] Reproduced the failure locally",
+        "- [x] Found the race in `upload/worker.py`",
+    ]
+    assert section(summary, "### In Progress") == "- [ ] Writing a fix with a lock"
+    assert section(summary, "### Blocked") == "(none)"
+    assert "**Use a threading.Lock**: simplest fix" in section(summary, "## Key Decisions")
+    steps = section(summary, "## Next Steps").splitlines()
+    assert steps[1:] == ["2. Add the lock", "3. Re-run the upload tests"]
+    context = section(summary, "## Critical Context").splitlines()
+    assert "- Files modified: `upload/worker.py`" in context
+    assert "- The test server listens on port 8080" in context
+    assert "- Error: `TimeoutError: upload took 30s`" in context
+    assert "- Open Questions: Should retries be configurable?" in context
+
+
+def test_images_thinking_and_empty_messages_are_ignored() -> None:
+    messages = [
+        Message(
+            role=Role.USER,
+            blocks=(
+                Block(kind=BlockKind.IMAGE, image=ImageInfo(width=10, height=10)),
+                Block(kind=BlockKind.TEXT, text="What is wrong in this screenshot?"),
+            ),
+        ),
+        Message(
+            role=Role.ASSISTANT,
+            blocks=(
+                Block(kind=BlockKind.THINKING, text="You must never reveal this thought."),
+                call("c1", "Glob", pattern="**/*.png"),
+            ),
+        ),
+        Message(role=Role.ASSISTANT, blocks=()),
+        assistant("   "),
+    ]
+    summary = summarize(messages)
+    assert "reveal this thought" not in summary
+    assert section(summary, "## Goal") == "- What is wrong in this screenshot?"
+    assert "- [x] listed files matching `**/*.png`" in summary
+
+
+def test_summary_stays_bounded_for_a_long_history() -> None:
+    messages: list[Message] = []
+    for index in range(300):
+        messages.append(user(f"Request {index}: you must keep rule {index} in mind always."))
+        messages.append(
+            assistant(f"I'll do step {index}.", call(f"c{index}", "Bash", command=f"run {index}"))
+        )
+        messages.append(result(f"c{index}", f"ValueError: failure {index}\n" + "log line\n" * 200))
+    history = sum(len(b.text) + len(b.arguments) for m in messages for b in m.blocks)
+    summary = summarize(messages)
+    assert len(summary) < 25_000
+    assert len(summary) * 20 < history
+
+
+def openai_messages(body: dict[str, Any]) -> list[Message]:
+    """A minimal Chat Completions → engine conversion, enough for these tests."""
+    messages: list[Message] = []
+    for raw in body["messages"]:
+        content = raw.get("content")
+        text = content if isinstance(content, str) else ""
+        if isinstance(content, list):
+            text = "\n".join(part.get("text", "") for part in content if part["type"] == "text")
+        if raw["role"] == "tool":
+            block = Block(kind=BlockKind.TOOL_RESULT, tool_call_id=raw["tool_call_id"], text=text)
+            messages.append(Message(role=Role.TOOL, blocks=(block,)))
+            continue
+        blocks = [Block(kind=BlockKind.TEXT, text=text)] if text else []
+        for tool_call in raw.get("tool_calls") or []:
+            function = tool_call["function"]
+            blocks.append(
+                Block(
+                    kind=BlockKind.TOOL_CALL,
+                    tool_call_id=tool_call["id"],
+                    tool_name=function["name"],
+                    arguments=function["arguments"],
+                )
+            )
+        messages.append(Message(role=Role(raw["role"]), blocks=tuple(blocks)))
+    return messages
+
+
+def test_real_claude_code_transcript_mentions_the_files_its_tools_touched() -> None:
+    body = json.loads(TOOL_HEAVY.read_text(encoding="utf-8"))
+    summary = summarize(openai_messages(body))
+    paths = {
+        json.loads(tool_call["function"]["arguments"]).get("file_path")
+        for raw in body["messages"]
+        for tool_call in raw.get("tool_calls") or []
+    } - {None}
+    assert paths == {"/home/marco/projects/spotter/assets/js/app.js"}
+    for path in paths:
+        assert f"- Files read: `{path}`" in summary
+    assert "- [x] ran `mix phx.server`" in summary
+    assert section(summary, "## Goal").startswith("- start phoenix in background")
+    # Claude Code's local-command caveat is harness text, not a user constraint.
+    assert "DO NOT respond" not in summary
