@@ -126,6 +126,19 @@ def compact(
 
 
 @app.command()
+def migrate(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+) -> None:
+    """Apply pending database migrations (COMPACTOR_DATABASE_URL)."""
+    from app.settings import Settings
+    from app.store.migrate import upgrade
+
+    url = Settings().database_url
+    upgrade(url, revision)
+    typer.echo(f"database at {revision}: {url.split('@')[-1]}")
+
+
+@app.command()
 def openapi(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
 ) -> None:

@@ -5,18 +5,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import FastAPI
+import anyio
+from fastapi import Depends, FastAPI
 
 from app import __version__
+from app.api.auth import current_tenant, parse_api_keys
 from app.api.limits import BodySizeLimit
 from app.api.problems import install_problem_handlers
-from app.api.routes import health, history, system_prompt
+from app.api.routes import health, history, sessions, system_prompt
 from app.api.state import AppState
 from app.engine.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.sessions import SessionService
 from app.services.summarizers import (
     build_summarizer,
     initial_summarizer,
@@ -24,6 +27,8 @@ from app.services.summarizers import (
     summarizer_http_client,
 )
 from app.settings import Settings
+from app.store.database import create_db_engine, session_factory
+from app.store.migrate import upgrade
 from app.tokenizers.bpe import TokenizerRegistry
 
 
@@ -39,12 +44,17 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         summarizer or initial_summarizer(settings, models),
         default_thinking=settings.summarizer_thinking,
     )
+    db = create_db_engine(settings.database_url)
+    api_keys = settings.api_keys.get_secret_value() if settings.api_keys else ""
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
         models=models,
         estimation=estimation,
         compaction=compaction,
+        db=db,
+        sessions=SessionService(session_factory(db), estimation, compaction),
+        api_keys=parse_api_keys(api_keys),
     )
 
 
@@ -56,7 +66,10 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.tokenizers.warm()
+        if settings.migrate_on_start:
+            await anyio.to_thread.run_sync(upgrade, settings.database_url)
         async with AsyncExitStack() as stack:
+            stack.callback(state.db.dispose)
             if summarizer is None and needs_http_client(settings):
                 # One shared client per run of the app; the stand-in returns at shutdown.
                 client = await stack.enter_async_context(summarizer_http_client(settings))
@@ -75,7 +88,9 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.state.compactor = state
     install_problem_handlers(app)
     app.include_router(health.router)
-    app.include_router(history.router)
-    app.include_router(system_prompt.router)
+    authenticated = [Depends(current_tenant)]
+    app.include_router(history.router, dependencies=authenticated)
+    app.include_router(sessions.router, dependencies=authenticated)
+    app.include_router(system_prompt.router, dependencies=authenticated)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -16,6 +16,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="COMPACTOR_", extra="ignore")
 
     database_url: str = "sqlite:///./data/compactor.db"
+    # Apply pending migrations when the app starts; defaults to yes for the embedded SQLite
+    # file and no for PostgreSQL, where `compactor migrate` runs once per deployment.
+    auto_migrate: bool | None = None
     summarizer: Literal["extractive", "openai", "anthropic"] = "extractive"
     summarizer_base_url: str | None = None
     summarizer_api_key: SecretStr | None = None
@@ -33,6 +36,12 @@ class Settings(BaseSettings):
     token_cache_entries: int = Field(default=200_000, ge=1)
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+
+    @property
+    def migrate_on_start(self) -> bool:
+        if self.auto_migrate is not None:
+            return self.auto_migrate
+        return self.database_url.startswith("sqlite")
 
     @field_validator("workspace_roots")
     @classmethod

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,3 +45,106 @@ def settings(tmp_path: Path) -> Settings:
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+# --- Network guard: no test may reach beyond loopback --------------------------------
+
+_GUARD_ALLOWED_HOSTS_ENV = "COMPACTOR_TEST_ALLOWED_HOSTS"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return host.lower() in ("localhost", "ip6-localhost")
+
+
+@pytest.fixture(autouse=True)
+def network_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Refuses connections and name lookups beyond loopback, and fails the test when one
+    was attempted even if the code under test swallowed the error. Hosts listed in
+    COMPACTOR_TEST_ALLOWED_HOSTS (comma-separated, e.g. a PostgreSQL service) pass."""
+    attempts: list[str] = []
+    allowed = {h.strip() for h in os.environ.get(_GUARD_ALLOWED_HOSTS_ENV, "").split(",") if h}
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def permitted(host: str) -> bool:
+        return _is_loopback(host) or host in allowed
+
+    def check(address: Any) -> None:
+        if not (isinstance(address, tuple) and address and isinstance(address[0], str)):
+            return  # Unix sockets and the like never leave the machine
+        if not permitted(address[0]):
+            attempts.append(f"connect to {address[0]}:{address[1]}")
+            raise ConnectionRefusedError(f"network guard: tests may not reach {address[0]}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        check(address)
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        check(address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and not permitted(name):
+            attempts.append(f"look up {name}")
+            raise socket.gaierror(socket.EAI_NONAME, f"network guard: tests may not look up {name}")
+        results = real_getaddrinfo(host, *args, **kwargs)
+        if name in allowed:
+            allowed.update(str(info[4][0]) for info in results)
+        return results
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield attempts
+    if attempts:
+        pytest.fail(f"a test tried to reach beyond loopback: {'; '.join(attempts)}")
+
+
+# --- Databases: every store test runs on SQLite and on a real PostgreSQL ---------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    from tests.postgres import server_bin_dir, throwaway_cluster
+
+    if server_bin_dir() is None:
+        message = (
+            "PostgreSQL server binaries not found (apt-get install postgresql); "
+            "PostgreSQL store tests are SKIPPED on this machine"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " — CI must run them")
+        pytest.skip(message)
+    with throwaway_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, migrated database of each backend, one per test."""
+    from app.store.migrate import upgrade
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        upgrade(url)
+        yield url
+        return
+    import uuid
+
+    import psycopg
+
+    server = request.getfixturevalue("postgres_server")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = server.rsplit("/", 1)[0] + f"/{name}"
+    upgrade(url)
+    yield url
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -4,7 +4,8 @@ A history is drawn as abstract turns (plain text messages and tool rounds) and t
 rendered to one wire format, with the quirks real transcripts have: parallel calls,
 results out of order or split over several messages, a text message interleaved before a
 late result, a final call that never got its result, `content: null` beside tool calls,
-unknown extra fields, and a previous summary message at the start.
+unknown extra fields, results whose call was trimmed away, and a previous summary message
+at the start.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ _JSON_SCALARS = st.one_of(
 )
 json_values = st.recursive(
     _JSON_SCALARS,
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=6,
 )
 _EXTRA_KEYS = st.sampled_from(["x_meta", "x_trace", "vendor_extension"])
@@ -117,7 +119,15 @@ class Round:
     extra: JsonObject
 
 
-Turn = Say | Round
+@dataclass(frozen=True)
+class Orphan:
+    """Tool results whose call is not in the history (a client trimmed it mid-round)."""
+
+    ids: tuple[str, ...]
+    results: tuple[str, ...]
+
+
+Turn = Say | Round | Orphan
 
 
 @st.composite
@@ -139,7 +149,14 @@ def turn_lists(
     turns: list[Turn] = []
     next_id = 0
     for position in range(count):
-        kind = draw(st.sampled_from(["user", "assistant", "round", "round"]))
+        kind = draw(st.sampled_from(["user", "assistant", "round", "round"] * 3 + ["orphan"]))
+        if kind == "orphan":
+            size = draw(st.integers(1, 2))
+            ids = tuple(f"{id_prefix}_orphan_{next_id + i}" for i in range(size))
+            results = draw(st.lists(texts, min_size=size, max_size=size))
+            turns.append(Orphan(ids, tuple(results)))
+            next_id += size
+            continue
         if kind != "round":
             turns.append(draw(says(kind)))
             continue
@@ -172,7 +189,9 @@ def turn_lists(
                 order=order,
                 interleave=interleave,
                 late=late,
-                breaks=tuple(draw(st.lists(st.booleans(), min_size=len(order), max_size=len(order)))),
+                breaks=tuple(
+                    draw(st.lists(st.booleans(), min_size=len(order), max_size=len(order)))
+                ),
                 trailing_text=draw(st.one_of(st.none(), st.none(), texts)),
                 extra=draw(extras),
             )
@@ -194,6 +213,12 @@ def render_openai(turns: list[Turn]) -> list[JsonObject]:
         if isinstance(turn, Say):
             content = _openai_content(turn.text, turn.as_parts)
             messages.append({"role": turn.role, "content": content, **turn.extra})
+            continue
+        if isinstance(turn, Orphan):
+            messages += [
+                {"role": "tool", "tool_call_id": call_id, "content": result}
+                for call_id, result in zip(turn.ids, turn.results, strict=True)
+            ]
             continue
         messages.append(
             {
@@ -247,6 +272,13 @@ def render_anthropic(turns: list[Turn]) -> list[JsonObject]:
             content: Any = [{"type": "text", "text": turn.text}] if turn.as_parts else turn.text
             messages.append({"role": turn.role, "content": content, **turn.extra})
             continue
+        if isinstance(turn, Orphan):
+            orphaned = [
+                {"type": "tool_result", "tool_use_id": call_id, "content": result}
+                for call_id, result in zip(turn.ids, turn.results, strict=True)
+            ]
+            messages.append({"role": "user", "content": orphaned})
+            continue
         blocks: list[JsonObject] = [] if not turn.text else [{"type": "text", "text": turn.text}]
         blocks += [
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
@@ -271,6 +303,9 @@ def render_anthropic(turns: list[Turn]) -> list[JsonObject]:
                 messages.append({"role": "user", "content": group})
     return messages
 
+
+# Small targets cut near the end, where the quirks (late and missing results) sit.
+keep_recent_tokens = st.one_of(st.integers(1, 60), st.integers(1, 3000))
 
 RENDERERS = {"openai": render_openai, "anthropic": render_anthropic}
 
@@ -335,7 +370,7 @@ def histories(draw: Draw, fmt: str, max_turns: int = 14) -> History:
         system_count=system_count,
         previous_summary=previous,
         previous_goal=goal,
-        keep_recent_tokens=draw(st.integers(1, 3000)),
+        keep_recent_tokens=draw(keep_recent_tokens),
         tokenizer=draw(st.sampled_from(["auto", "auto", "cl100k_base", "chars/4"])),
         give_format=draw(st.booleans()),
     )

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.sessions import SessionService
 
 
 def get_state(request: Request) -> AppState:
@@ -24,6 +25,11 @@ def get_compaction(request: Request) -> CompactionService:
     return get_state(request).compaction
 
 
+def get_sessions(request: Request) -> SessionService:
+    return get_state(request).sessions
+
+
 State = Annotated[AppState, Depends(get_state)]
 Estimation = Annotated[EstimationService, Depends(get_estimation)]
 Compaction = Annotated[CompactionService, Depends(get_compaction)]
+Sessions = Annotated[SessionService, Depends(get_sessions)]

@@ -22,6 +22,12 @@ from app.engine.errors import (
     SummarizerUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
+from app.services.session_errors import (
+    CompactionConflictError,
+    IdempotencyMismatchError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+)
 from app.services.workspace import WorkspaceAccessError
 
 PROBLEM_JSON = "application/problem+json"
@@ -68,6 +74,10 @@ _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (InvalidSystemPromptError, 422, "Invalid system prompt request", "invalid-system-prompt"),
     (WorkspaceAccessError, 403, "Outside the workspace", "workspace-access-denied"),
     (NothingToCompactError, 409, "Nothing to compact", "nothing-to-compact"),
+    (SessionNotFoundError, 404, "Session not found", "session-not-found"),
+    (CompactionConflictError, 409, "Compaction conflict", "compaction-conflict"),
+    (IdempotencyMismatchError, 422, "Idempotency key reused", "idempotency-key-reused"),
+    (StoreUnavailableError, 503, "Session store unavailable", "store-unavailable"),
     (SummarizerTimeoutError, 504, "Summarizer timed out", "summarizer-timeout"),
     (SummarizerUnavailableError, 503, "Summarizer unavailable", "summarizer-unavailable"),
     (SummarizerRejectedError, 502, "Summarizer rejected the request", "summarizer-rejected"),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
 
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.sessions import SessionService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -18,4 +21,8 @@ class AppState:
     models: ModelRegistry
     estimation: EstimationService
     compaction: CompactionService
+    db: Engine
+    sessions: SessionService
+    # Bearer key → tenant; empty means no authentication (loopback-only by default).
+    api_keys: dict[str, str] = field(default_factory=dict)
     ready: bool = False

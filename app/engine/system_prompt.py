@@ -189,7 +189,7 @@ def assemble_system_prompt(
             parts.sources.append(PromptSource("rules", rule.path, count(element), rule.truncated))
 
     for context in request.extension_contexts:
-        if context.strip():
+        if context.strip():  # a blank context would only add an empty paragraph
             add("extension", None, context)
 
     if request.read_tool_available and request.skills:

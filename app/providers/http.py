@@ -166,12 +166,17 @@ async def _send_with_retries(
                         SummarizerUnavailableError, f"{failure}; gave up after {attempts}"
                     )
                 delay = retry_after if retry_after is not None else policy.backoff(retries)
-                if delay > policy.max_delay or loop.time() + delay >= deadline:
+                if delay > policy.max_delay:
                     raise endpoint.error(
                         SummarizerUnavailableError,
-                        f"{failure}; the next attempt would have to wait {delay:g} s, past the "
-                        f"{endpoint.timeout_seconds:g} s deadline or the {policy.max_delay:g} s "
-                        "longest pause",
+                        f"{failure}; it asked to wait {delay:g} s before retrying, longer than "
+                        f"the {policy.max_delay:g} s the service pauses within a request",
+                    )
+                if loop.time() + delay >= deadline:
+                    raise endpoint.error(
+                        SummarizerUnavailableError,
+                        f"{failure}; waiting {delay:g} s to retry would pass the "
+                        f"{endpoint.timeout_seconds:g} s deadline",
                     )
                 await policy.sleep(delay)
     except TimeoutError:

@@ -110,7 +110,9 @@ class WorkspaceReader:
             fd = os.open(real, flags)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise WorkspaceAccessError(f"file: {path!r} changed into a symlink") from exc
+                raise WorkspaceAccessError(
+                    f"file: {path!r} is a symlink that cannot be followed safely"
+                ) from exc
             return None  # missing or unreadable files are simply absent
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):

@@ -96,9 +96,7 @@ def test_symlink_leaving_the_root_is_refused(workspace: TestClient, tree: Path) 
     assert "SECRET" not in response.text
 
 
-def test_symlinked_directory_leaving_the_root_is_refused(
-    workspace: TestClient, tree: Path
-) -> None:
+def test_symlinked_directory_leaving_the_root_is_refused(workspace: TestClient, tree: Path) -> None:
     (tree / "escape").symlink_to(tree.parent / "outside", target_is_directory=True)
     assert_problem(post(workspace, cwd=f"{tree}/escape"), 403, "workspace-access-denied")
 

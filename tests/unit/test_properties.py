@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from app.engine.cut_point import find_cut_index
@@ -27,12 +28,14 @@ from app.main import build_state
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.history import CompactOptions, HistoryInput
 from app.settings import Settings
-from tests.strategies import RENDERERS, History, histories, turn_lists
+from tests.strategies import RENDERERS, History, histories, keep_recent_tokens, turn_lists
 
 FORMATS = ["openai", "anthropic"]
-FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Raise for a deeper run, e.g. PROPERTY_EXAMPLES=3000 (the default keeps the suite quick).
+EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "80"))
+FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HTTP = settings(
-    max_examples=12,
+    max_examples=max(12, EXAMPLES // 8),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -59,7 +62,7 @@ def call_ids(message: dict[str, Any]) -> list[str]:
 
 
 def result_ids(message: dict[str, Any]) -> list[str]:
-    ids = [message["tool_call_id"]] if message.get("role") == "tool" else []
+    ids = [message["tool_call_id"]] if "tool_call_id" in message else []
     return ids + [b["tool_use_id"] for b in _blocks(message) if b.get("type") == "tool_result"]
 
 
@@ -93,19 +96,23 @@ def positions_by_id(messages: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
     return positions
 
 
+def oracle_candidate(per_message: Sequence[int], keep: int, start: int) -> int | None:
+    """The newest index (not before `start`) where the kept sum reaches `keep`."""
+    kept = 0
+    for index in range(len(per_message) - 1, start - 1, -1):
+        kept += per_message[index]
+        if kept >= keep:
+            return index
+    return None
+
+
 def oracle_cut(
     messages: Sequence[dict[str, Any]], per_message: Sequence[int], keep: int, start: int
 ) -> int:
-    """SPEC §5.2 from scratch: the newest index where the kept sum reaches `keep`, then the
+    """SPEC §5.2 from scratch: from the newest index where the kept sum reaches `keep`, the
     newest valid cut point at or before it that separates no call from its result.
     A result `<= start` means nothing to compact."""
-    kept = 0
-    candidate = None
-    for index in range(len(messages) - 1, start - 1, -1):
-        kept += per_message[index]
-        if kept >= keep:
-            candidate = index
-            break
+    candidate = oracle_candidate(per_message, keep, start)
     if candidate is None:
         return start
     positions = positions_by_id(messages).values()
@@ -121,12 +128,17 @@ def assert_pairs_on_one_side(messages: Sequence[dict[str, Any]], cut: int) -> No
         assert (min(where) < cut) == (max(where) < cut), f"pair {call_id} split by cut {cut}"
 
 
-def assert_no_orphan_results(messages: Sequence[dict[str, Any]]) -> None:
+def assert_no_orphaned_results(
+    output: Sequence[dict[str, Any]], original: Sequence[dict[str, Any]]
+) -> None:
+    """Every result in `output` whose call exists in `original` has that call before it."""
+    had_call = {call_id for message in original for call_id in call_ids(message)}
     calls: set[str] = set()
-    for message in messages:
+    for message in output:
         calls.update(call_ids(message))
         for result in result_ids(message):
-            assert result in calls, f"result {result} has no call before it in the output"
+            if result in had_call:
+                assert result in calls, f"result {result} lost its call in the output"
 
 
 # --- running the service ----------------------------------------------------------------
@@ -145,9 +157,7 @@ def history_input(
     return HistoryInput(**{**fields, **overrides})
 
 
-def run(
-    service: CompactionService, history: HistoryInput, force: bool = True
-) -> CompactionOutcome:
+def run(service: CompactionService, history: HistoryInput, force: bool = True) -> CompactionOutcome:
     return asyncio.run(service.compact(history, CompactOptions(force=force)))
 
 
@@ -166,6 +176,13 @@ def check_outcome(
     assert keep is not None
     assert len(per) == len(messages)
     expected_cut = oracle_cut(messages, per, keep, start)
+    event("compacted" if outcome.compacted else "nothing to compact")
+    event("previous summary" if previous_summary is not None else "first summary")
+    candidate = oracle_candidate(per, keep, start)
+    if candidate is not None and not is_valid_cut(messages[candidate]):
+        event("target landed on a tool result")
+    if candidate is not None and expected_cut > start and expected_cut != candidate:
+        event("cut moved back from the target")
 
     if not outcome.compacted:
         # 5. Not compacted: the reason says why, nothing was produced, and it was right.
@@ -191,7 +208,7 @@ def check_outcome(
 
     # 1. Tool pairs are kept: on one side of the cut in the input, none orphaned in the output.
     assert_pairs_on_one_side(messages, cut)
-    assert_no_orphan_results(out)
+    assert_no_orphaned_results(out, messages)
 
     # 4. Nothing lost unsummarized: system | previous summary | to_summarize | tail.
     assert plan.first_summarized == start
@@ -275,7 +292,7 @@ def test_compacting_again_updates_the_one_summary(
     assert base is not None
     later = RENDERERS[fmt](data.draw(turn_lists("later", max_turns=6), label="later turns"))
     grown = [*base, *later]
-    keep = data.draw(st.integers(1, 3000), label="keep_recent_tokens")
+    keep = data.draw(keep_recent_tokens, label="keep_recent_tokens")
     request = history_input(history, messages=grown, keep_recent_tokens=keep)
     second = run(service, request)
 
@@ -287,7 +304,8 @@ def test_compacting_again_updates_the_one_summary(
     check_outcome(service, request, second, previous)
     result = second.messages if second.compacted else grown
     assert result is not None
-    assert [is_summary(m) for m in result].count(True) == (previous is not None or second.compacted)
+    expected_summaries = int(previous is not None or second.compacted)
+    assert [is_summary(m) for m in result].count(True) == expected_summaries
     if second.compacted and previous is not None:
         assert second.plan is not None and second.plan.previous_summary == previous
 
@@ -309,7 +327,9 @@ def engine_messages(draw: st.DrawFn) -> Message:
         for call_id in draw(st.lists(_IDS, max_size=3, unique=True)):
             blocks.append(Block(kind=BlockKind.TOOL_CALL, tool_call_id=call_id, tool_name="f"))
     if role is Role.TOOL or (role is Role.USER and draw(st.booleans())):
-        for call_id in draw(st.lists(_IDS, min_size=role is Role.TOOL, max_size=2, unique=True)):
+        for call_id in draw(
+            st.lists(_IDS, min_size=int(role is Role.TOOL), max_size=2, unique=True)
+        ):
             blocks.append(Block(kind=BlockKind.TOOL_RESULT, tool_call_id=call_id))
     return Message(role=role, blocks=tuple(blocks))
 
@@ -323,7 +343,7 @@ def _wire(message: Message) -> dict[str, Any]:
     return wire
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=4 * EXAMPLES, deadline=None)
 @given(
     data=st.data(),
     messages=st.lists(engine_messages(), max_size=14),
@@ -353,7 +373,9 @@ def test_find_cut_index_matches_the_spec_oracle(
 @pytest.mark.parametrize("fmt", FORMATS)
 @HTTP
 @given(data=st.data())
-def test_http_compact_keeps_the_invariants(client: TestClient, fmt: str, data: st.DataObject) -> None:
+def test_http_compact_keeps_the_invariants(
+    client: TestClient, fmt: str, data: st.DataObject
+) -> None:
     history = data.draw(histories(fmt, max_turns=10), label="history")
     body: dict[str, Any] = {
         "messages": history.messages,
@@ -370,7 +392,8 @@ def test_http_compact_keeps_the_invariants(client: TestClient, fmt: str, data: s
     messages = history.messages
     k = history.system_count
     start = k + (history.previous_summary is not None)
-    estimate = client.post("/estimate", json={k: v for k, v in body.items() if k != "force"})
+    estimate_body = {key: value for key, value in body.items() if key != "force"}
+    estimate = client.post("/estimate", json=estimate_body)
     per = estimate.json()["per_message"]
     expected_cut = oracle_cut(messages, per, history.keep_recent_tokens, start)
     if not out["compacted"]:
@@ -389,21 +412,24 @@ def test_http_compact_keeps_the_invariants(client: TestClient, fmt: str, data: s
     assert out["updated_previous_summary"] == (history.previous_summary is not None)
     assert out["estimate_floor"] == len(new)
     assert_pairs_on_one_side(messages, cut)
-    assert_no_orphan_results(new)
+    assert_no_orphaned_results(new, messages)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: orjson cannot hash ints beyond 64 bits; an unknown field holding one gives a "
-    "500 (content_digest in app/services/estimation.py)",
+    reason="BUG: an integer beyond 64 bits in an unknown field does not survive: the orjson "
+    "body parser (app/api/routing.py) turns it into a float, and with the exact int the "
+    "cache key (content_digest, app/services/estimation.py) raises TypeError -> 500",
 )
-def test_unknown_field_with_a_big_integer_survives(client: TestClient) -> None:
+@pytest.mark.parametrize("force", [True, False])
+def test_unknown_field_with_a_big_integer_survives(client: TestClient, force: bool) -> None:
+    big = 2**64 + 1  # a float cannot hold it exactly
     messages = [
-        {"role": "user", "content": "hi", "x_meta": {"n": 2**64}},
-        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "x_meta": {"n": big}},
     ]
-    response = client.post(
-        "/compact", json={"messages": messages, "force": True, "keep_recent_tokens": 1}
-    )
+    body = {"messages": messages, "force": force, "keep_recent_tokens": 1}
+    response = client.post("/compact", json=body)
     assert response.status_code == 200, response.text
-    assert response.json()["messages"][1:] == messages[response.json()["cut_index"] :]
+    assert response.json()["messages"][-1] == messages[-1]
+    assert '"n":18446744073709551617' in response.text.replace(" ", "")

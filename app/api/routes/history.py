@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 
 from app.api.deps import Compaction, Estimation
+from app.api.disconnect import run_until_disconnect
 from app.api.mappers import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import Problem
+from app.api.routing import OrjsonRoute
 from app.api.schemas import CompactIn, CompactOut, EstimateIn, EstimateOut
-from app.engine.errors import CallerGoneError
 
-router = APIRouter(tags=["history"])
+router = APIRouter(tags=["history"], route_class=OrjsonRoute)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "Malformed JSON"},
@@ -36,30 +36,9 @@ def estimate(body: EstimateIn, estimation: Estimation) -> EstimateOut:
 @router.post("/compact", response_model=CompactOut, responses={**_ERRORS, **_SUMMARIZER_ERRORS})
 async def compact(body: CompactIn, request: Request, compaction: Compaction) -> CompactOut:
     """Fold the older part of a history into one summary message, keep the recent part."""
-    gone = asyncio.Event()
-    work = asyncio.create_task(
-        compaction.compact(history_input(body), compact_options(body), caller_gone=gone.is_set)
+    history, options = history_input(body), compact_options(body)
+    # A client that disconnects cancels the compaction, and with it the model call.
+    outcome = await run_until_disconnect(
+        request, lambda caller_gone: compaction.compact(history, options, caller_gone)
     )
-    watcher = asyncio.create_task(_watch_disconnect(request, gone, work))
-    try:
-        outcome = await work
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if gone.is_set() and current is not None and current.cancelling() == 0:
-            # The watcher cancelled the work, not the server: nobody waits for an answer.
-            raise CallerGoneError("the client disconnected; the compaction was cancelled") from None
-        raise
-    finally:
-        watcher.cancel()
-        work.cancel()
     return compact_out(body, outcome)
-
-
-async def _watch_disconnect(request: Request, gone: asyncio.Event, work: asyncio.Task[Any]) -> None:
-    """On client disconnect, sets `gone` and cancels the work (and so the model call)."""
-    while not work.done():
-        if await request.is_disconnected():
-            gone.set()
-            work.cancel()
-            return
-        await asyncio.sleep(0.25)

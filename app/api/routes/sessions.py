@@ -1,0 +1,143 @@
+"""Session endpoints: transcripts, context, the before-turn `prepare`, compactions."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from app.api.auth import Tenant
+from app.api.deps import Sessions
+from app.api.problems import Problem
+from app.api.disconnect import run_until_disconnect
+from app.api.routing import OrjsonRoute
+from app.api.schemas_sessions import (
+    AppendIn,
+    AppendOut,
+    CompactionListOut,
+    ContextOut,
+    PrepareOut,
+    SessionCompactIn,
+    SessionIn,
+    SessionListOut,
+    SessionOut,
+    TranscriptOut,
+)
+from app.api.session_mappers import compaction_out, context_out, prepare_out, session_out
+
+router = APIRouter(prefix="/sessions", tags=["sessions"], route_class=OrjsonRoute)
+
+
+def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": Problem} for status in statuses}
+
+
+_READ = _problems(401, 404, 422, 503)
+_WRITE = _problems(400, 401, 404, 413, 422, 503)
+_COMPACT = _problems(400, 401, 404, 409, 413, 422, 502, 503, 504)
+
+
+@router.post("", status_code=201, response_model=SessionOut, responses=_WRITE)
+def create_session(body: SessionIn, tenant: Tenant, sessions: Sessions) -> SessionOut:
+    """Create a session with its model, format, system prompt, tools and settings."""
+    return session_out(sessions.create(tenant, body.model_dump()))
+
+
+@router.get("", response_model=SessionListOut, responses=_READ)
+def list_sessions(
+    tenant: Tenant,
+    sessions: Sessions,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> SessionListOut:
+    """The caller's sessions, newest first."""
+    rows, total = sessions.list_for_tenant(tenant, offset, limit)
+    return SessionListOut(
+        sessions=[session_out(r) for r in rows], total=total, offset=offset, limit=limit
+    )
+
+
+@router.get("/{session_id}", response_model=SessionOut, responses=_READ)
+def get_session(session_id: str, tenant: Tenant, sessions: Sessions) -> SessionOut:
+    """One session."""
+    return session_out(sessions.get(tenant, session_id))
+
+
+@router.delete("/{session_id}", status_code=204, responses=_READ)
+def delete_session(session_id: str, tenant: Tenant, sessions: Sessions) -> Response:
+    """Delete a session with its transcript and compactions."""
+    sessions.delete(tenant, session_id)
+    return Response(status_code=204)
+
+
+@router.post("/{session_id}/messages", response_model=AppendOut, responses=_WRITE)
+def append_messages(
+    session_id: str,
+    body: AppendIn,
+    tenant: Tenant,
+    sessions: Sessions,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> AppendOut:
+    """Append messages; the same Idempotency-Key again appends nothing, same answer."""
+    usage = {
+        u.message_index: u.model_dump(exclude={"message_index"}) for u in body.usage
+    }
+    result = sessions.append(tenant, session_id, body.messages, usage, idempotency_key)
+    return AppendOut(
+        appended=result.appended, first_seq=result.first_seq, last_seq=result.last_seq
+    )
+
+
+@router.get("/{session_id}/transcript", response_model=TranscriptOut, responses=_READ)
+def get_transcript(
+    session_id: str,
+    tenant: Tenant,
+    sessions: Sessions,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5_000)] = 1_000,
+) -> TranscriptOut:
+    """The original messages, exactly as received, in order."""
+    messages, total = sessions.transcript(tenant, session_id, offset, limit)
+    return TranscriptOut(messages=messages, total=total, offset=offset, limit=limit)
+
+
+@router.get("/{session_id}/context", response_model=ContextOut, responses=_READ)
+def get_context(session_id: str, tenant: Tenant, sessions: Sessions) -> ContextOut:
+    """What to send now: system, latest summary, kept messages, and the estimate."""
+    return context_out(sessions.context(tenant, session_id))
+
+
+@router.post("/{session_id}/prepare", response_model=PrepareOut, responses=_COMPACT)
+async def prepare(
+    session_id: str, request: Request, tenant: Tenant, sessions: Sessions
+) -> PrepareOut:
+    """Before-turn hook: estimate, compact when over the threshold, return the context."""
+    result = await run_until_disconnect(
+        request, lambda gone: sessions.prepare(tenant, session_id, gone)
+    )
+    return prepare_out(result)
+
+
+@router.post("/{session_id}/compact", response_model=PrepareOut, responses=_COMPACT)
+async def compact_session(
+    session_id: str,
+    body: SessionCompactIn,
+    request: Request,
+    tenant: Tenant,
+    sessions: Sessions,
+) -> PrepareOut:
+    """Compact now (manual, or overflow after a context-too-long error); 409 if nothing."""
+    result = await run_until_disconnect(
+        request,
+        lambda gone: sessions.compact(
+            tenant, session_id, body.reason, body.instructions, body.thinking, gone
+        ),
+    )
+    return prepare_out(result)
+
+
+@router.get("/{session_id}/compactions", response_model=CompactionListOut, responses=_READ)
+def list_compactions(session_id: str, tenant: Tenant, sessions: Sessions) -> CompactionListOut:
+    """Every compaction record of the session, oldest first."""
+    rows = sessions.compactions(tenant, session_id)
+    return CompactionListOut(compactions=[compaction_out(r) for r in rows])

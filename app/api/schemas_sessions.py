@@ -1,0 +1,118 @@
+"""Request and response bodies of the session endpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas import EstimateOut, Format, SummarizerOut, UsageIn
+from app.engine.thinking import ThinkingLevel
+
+
+class SessionIn(BaseModel):
+    """Body of POST /sessions; every field is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, max_length=200)
+    format: Format | None = None
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    context_window: int | None = Field(default=None, gt=0)
+    reserve_tokens: int | None = Field(default=None, ge=0)
+    trigger_tokens: int | None = Field(default=None, gt=0)
+    keep_recent_tokens: int | None = Field(default=None, gt=0)
+    thinking: ThinkingLevel | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionOut(BaseModel):
+    id: str
+    model: str | None
+    format: Format | None
+    system: str | list[dict[str, Any]] | None
+    tools: list[dict[str, Any]]
+    context_window: int | None = None
+    reserve_tokens: int | None = None
+    trigger_tokens: int | None = None
+    keep_recent_tokens: int | None = None
+    thinking: ThinkingLevel | None = None
+    metadata: dict[str, Any]
+    message_count: int
+    compaction_count: int
+    created_at: datetime
+
+
+class SessionListOut(BaseModel):
+    sessions: list[SessionOut]
+    total: int
+    offset: int
+    limit: int
+
+
+class AppendIn(BaseModel):
+    """Body of POST /sessions/{id}/messages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]] = Field(max_length=10_000)
+    usage: list[UsageIn] = Field(
+        default_factory=list, description="message_index counts within this batch."
+    )
+
+
+class AppendOut(BaseModel):
+    appended: int
+    first_seq: int | None
+    last_seq: int | None
+
+
+class TranscriptOut(BaseModel):
+    messages: list[dict[str, Any]]
+    total: int
+    offset: int
+    limit: int
+
+
+class ContextOut(BaseModel):
+    format: Format
+    system: str | list[dict[str, Any]] | None
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    estimate: EstimateOut
+
+
+class CompactionOut(BaseModel):
+    id: str
+    created_at: datetime
+    trigger: Literal["auto", "manual", "overflow"]
+    summary: str
+    first_kept_seq: int
+    tokens_before: int
+    tokens_after: int
+    summarizer: SummarizerOut
+    instructions: str | None
+    previous_id: str | None
+
+
+class CompactionListOut(BaseModel):
+    compactions: list[CompactionOut]
+
+
+class PrepareOut(BaseModel):
+    compacted: bool
+    reason: str | None = None
+    compaction: CompactionOut | None
+    context: ContextOut
+
+
+class SessionCompactIn(BaseModel):
+    """Body of POST /sessions/{id}/compact."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Literal["manual", "overflow"] = "manual"
+    instructions: str | None = Field(default=None, max_length=20_000)
+    thinking: ThinkingLevel | None = None

@@ -1,0 +1,110 @@
+"""Building a session's current context from its transcript and latest compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.estimate import UsageReport
+from app.engine.marker import SummaryMarker
+from app.formats.detect import detect_format
+from app.services.estimation import FORMATS
+from app.services.history import HistoryInput
+from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
+
+_SYSTEM_ROLES = ("system", "developer")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    """What the agent should send now, and where each message came from."""
+
+    session: SessionRow
+    format: str
+    messages: list[Any]
+    # Transcript sequence number of each message; None marks the summary message.
+    seqs: list[int | None]
+    usage: list[UsageReport]
+    estimate_floor: int
+    latest: CompactionRow | None
+
+    def history(self) -> HistoryInput:
+        settings = self.session.settings or {}
+        return HistoryInput(
+            messages=self.messages,
+            format=self.format,
+            system=self.session.system,
+            tools=self.session.tools or (),
+            model=self.session.model,
+            context_window=settings.get("context_window"),
+            reserve_tokens=settings.get("reserve_tokens"),
+            trigger_tokens=settings.get("trigger_tokens"),
+            keep_recent_tokens=settings.get("keep_recent_tokens"),
+            usage=self.usage,
+            estimate_floor=self.estimate_floor,
+        )
+
+
+def session_format(session: SessionRow, messages: Sequence[Any]) -> str:
+    """The session's format, or the one its first messages show."""
+    return session.format or detect_format(messages, session.system)
+
+
+def build_context(
+    session: SessionRow,
+    latest: CompactionRow | None,
+    system_prefix: Sequence[TranscriptEntryRow],
+    kept: Sequence[TranscriptEntryRow],
+    marker: SummaryMarker,
+) -> SessionContext:
+    """[leading system entries] + [latest summary] + entries from its first kept one.
+
+    Usage reports on entries the latest compaction already saw are stale: the estimate
+    floor starts at the first entry appended after it.
+    """
+    fmt = session.format or "openai"
+    messages: list[Any] = []
+    seqs: list[int | None] = []
+    prefix_seqs = {e.seq for e in system_prefix}
+    for entry in system_prefix:
+        messages.append(entry.message)
+        seqs.append(entry.seq)
+    if latest is not None:
+        messages.append(FORMATS[fmt].summary_message(marker.render(latest.summary)))
+        seqs.append(None)
+    usage: list[UsageReport] = []
+    covered = latest.covered_seq if latest is not None else 0
+    # With no compaction yet every report is current.
+    floor: int | None = 0 if latest is None else None
+    for entry in kept:
+        if entry.seq in prefix_seqs:
+            continue
+        index = len(messages)
+        if floor is None and entry.seq >= covered:
+            floor = index
+        messages.append(entry.message)
+        seqs.append(entry.seq)
+        if entry.usage:
+            usage.append(UsageReport(message_index=index, **entry.usage))
+    return SessionContext(
+        session=session,
+        format=fmt,
+        messages=messages,
+        seqs=seqs,
+        usage=usage,
+        estimate_floor=floor if floor is not None else len(messages),
+        latest=latest,
+    )
+
+
+def leading_system_count(messages: Sequence[Any], fmt: str) -> int:
+    """How many of the first messages are OpenAI system/developer messages."""
+    if fmt != "openai":
+        return 0
+    count = 0
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in _SYSTEM_ROLES:
+            break
+        count += 1
+    return count

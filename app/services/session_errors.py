@@ -1,0 +1,21 @@
+"""Errors of the session use cases (mapped to statuses in the API layer)."""
+
+from __future__ import annotations
+
+from app.engine.errors import CompactorError
+
+
+class SessionNotFoundError(CompactorError):
+    """No such session for this tenant (or it was deleted)."""
+
+
+class CompactionConflictError(CompactorError):
+    """Another compaction of the same session committed first from the same base."""
+
+
+class IdempotencyMismatchError(CompactorError):
+    """An Idempotency-Key was reused with a different request body."""
+
+
+class StoreUnavailableError(CompactorError):
+    """The database cannot be reached; nothing was written."""

@@ -1,0 +1,120 @@
+"""Tables of the session store. Entries and compactions are append-only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class SessionRow(Base):
+    """One agent session: its settings and counters."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100), index=True)
+    model: Mapped[str | None] = mapped_column(String(200))
+    format: Mapped[str | None] = mapped_column(String(20))
+    system: Mapped[Any] = mapped_column(JSON, nullable=True)
+    tools: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    # Number of transcript entries; the next entry gets seq = entry_count. Incremented in
+    # one UPDATE so concurrent appends never share a sequence number.
+    entry_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    compaction_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Leading OpenAI system/developer entries: always first in the context, never summarized.
+    system_prefix_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TranscriptEntryRow(Base):
+    """One original message, exactly as received, with its optional usage report."""
+
+    __tablename__ = "transcript_entries"
+    __table_args__ = (UniqueConstraint("session_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    seq: Mapped[int] = mapped_column(BigInteger)
+    message: Mapped[Any] = mapped_column(JSON)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CompactionRow(Base):
+    """One compaction: the summary and where the kept tail starts."""
+
+    __tablename__ = "compactions"
+    # One record per (session, ordinal): two compactions built on the same base collide
+    # here, and the second one to commit loses.
+    __table_args__ = (UniqueConstraint("session_id", "ordinal"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    ordinal: Mapped[int] = mapped_column(Integer)
+    summary: Mapped[str] = mapped_column(Text)
+    first_kept_seq: Mapped[int] = mapped_column(BigInteger)
+    # The transcript length this compaction saw; usage on entries before it is stale.
+    covered_seq: Mapped[int] = mapped_column(BigInteger)
+    tokens_before: Mapped[int] = mapped_column(Integer)
+    tokens_after: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(20))
+    summarizer: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    instructions: Mapped[str | None] = mapped_column(Text, nullable=True)
+    previous_id: Mapped[str | None] = mapped_column(
+        ForeignKey("compactions.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class IdempotencyKeyRow(Base):
+    """The answer given to an append with an `Idempotency-Key`, replayed on repeats."""
+
+    __tablename__ = "idempotency_keys"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+Index("ix_sessions_tenant_created", SessionRow.tenant, SessionRow.created_at)

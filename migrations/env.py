@@ -1,0 +1,57 @@
+"""Alembic environment: the URL comes from the caller or from the service settings."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection
+
+from app.settings import Settings
+from app.store.database import create_db_engine, normalize_url
+from app.store.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    return config.get_main_option("sqlalchemy.url") or Settings().database_url
+
+
+def _configure(connection: Connection | None = None, url: str | None = None) -> None:
+    context.configure(
+        connection=connection,
+        url=url,
+        target_metadata=target_metadata,
+        # SQLite cannot ALTER most things in place; batch mode copies the table instead.
+        render_as_batch=True,
+        compare_type=True,
+    )
+
+
+def run_offline() -> None:
+    _configure(url=normalize_url(_url()))
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _configure(connection=connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = create_db_engine(_url())
+    try:
+        with engine.connect() as connection:
+            _configure(connection=connection)
+            with context.begin_transaction():
+                context.run_migrations()
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    run_online()

@@ -1,0 +1,238 @@
+"""Fake LLM providers: real HTTP servers on 127.0.0.1, one per wire format, that answer
+from a script and record every request they receive."""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+DEFAULT_SUMMARY = """## Goal
+- Finish the task the user asked for
+
+## Constraints & Preferences
+- (none)
+
+## Progress
+### Done
+- [x] Read the code
+### In Progress
+- [ ] Fix the bug
+### Blocked
+- (none)
+
+## Key Decisions
+- **Keep the API**: callers depend on it
+
+## Next Steps
+1. Run the tests
+
+## Critical Context
+- (none)"""
+
+# How long a slow reply holds the connection if nobody hangs up (a safety net only).
+_HOLD_LIMIT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: a summary (`ok`, `truncated`), a bare status, raw bytes, or a
+    `slow` reply that never answers and waits for the client to hang up."""
+
+    kind: str
+    text: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    usage: tuple[int, int] = (1200, 300)
+
+    @staticmethod
+    def ok(text: str = DEFAULT_SUMMARY, usage: tuple[int, int] = (1200, 300)) -> Reply:
+        return Reply("ok", text=text, usage=usage)
+
+    @staticmethod
+    def truncated(text: str = "## Goal\n- PARTIAL-SUMMARY-CUT-OFF") -> Reply:
+        return Reply("truncated", text=text)
+
+    @staticmethod
+    def empty() -> Reply:
+        return Reply("ok", text="")
+
+    @staticmethod
+    def status_only(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+        payload = json.dumps(body).encode() if body is not None else b""
+        return Reply("raw", status=status, headers=headers or {}, body=payload)
+
+    @staticmethod
+    def raw(body: bytes, status: int = 200) -> Reply:
+        return Reply("raw", status=status, body=body)
+
+    @staticmethod
+    def slow() -> Reply:
+        return Reply("slow")
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeProvider:
+    """A loopback HTTP server that pops one scripted reply per request (the default
+    summary when the script is empty)."""
+
+    wire = ""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.client_hung_up = threading.Event()
+        self.request_arrived = threading.Event()
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _take(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode(errors="replace")
+        with self._lock:
+            self.received.append(Received(path, headers, body))
+            reply = self._script.popleft() if self._script else Reply.ok()
+        self.request_arrived.set()
+        return reply
+
+    def _hold(self, connection: socket.socket) -> None:
+        """Keeps the request open until the client closes its end."""
+        end = time.monotonic() + _HOLD_LIMIT_SECONDS
+        while not self._stopping.is_set() and time.monotonic() < end:
+            readable, _, _ = select.select([connection], [], [], 0.05)
+            if not readable:
+                continue
+            try:
+                data = connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                data = b""
+            if not data:
+                self.client_hung_up.set()
+                return
+
+    def render(self, reply: Reply) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body of a scripted reply in this fake's wire format."""
+        if reply.kind == "raw":
+            return reply.status, {"content-type": "application/json", **reply.headers}, reply.body
+        body = self.completion(reply.text, reply.kind == "truncated", reply.usage)
+        return 200, {"content-type": "application/json"}, json.dumps(body).encode()
+
+    def completion(self, text: str, truncated: bool, usage: tuple[int, int]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class OpenAIFake(FakeProvider):
+    """Chat Completions: `POST /chat/completions` (base URL is the server root)."""
+
+    wire = "openai"
+
+    def completion(self, text: str, truncated: bool, usage: tuple[int, int]) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text, "refusal": None},
+                    "finish_reason": "length" if truncated else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage[0],
+                "completion_tokens": usage[1],
+                "total_tokens": sum(usage),
+            },
+        }
+
+
+class AnthropicFake(FakeProvider):
+    """Messages API: `POST /v1/messages`; answers carry a thinking block before the text."""
+
+    wire = "anthropic"
+
+    def completion(self, text: str, truncated: bool, usage: tuple[int, int]) -> dict[str, Any]:
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": "fake",
+            "content": [
+                {"type": "thinking", "thinking": "NOT-PART-OF-THE-SUMMARY", "signature": "sig"},
+                {"type": "text", "text": text},
+            ],
+            "stop_reason": "max_tokens" if truncated else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        }
+
+
+def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = fake._take(self.path, headers, raw)
+            self.close_connection = True
+            if reply.kind == "slow":
+                fake._hold(self.connection)
+                return
+            status, reply_headers, body = fake.render(reply)
+            self.send_response(status)
+            for name, value in reply_headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
