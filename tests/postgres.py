@@ -48,11 +48,31 @@ def throwaway_cluster() -> Iterator[str]:
     def run(*args: str) -> None:
         subprocess.run([*as_postgres, *args], check=True, capture_output=True, timeout=120)
 
-    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-        "-E", "UTF8", "--no-sync")
+    run(
+        str(bin_dir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "-E",
+        "UTF8",
+        "--no-sync",
+    )
     options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"),
-        "-w", "-t", "60", "start")
+    run(
+        str(bin_dir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(base / "log"),
+        "-w",
+        "-t",
+        "60",
+        "start",
+    )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:

@@ -11,7 +11,6 @@ at the start.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,6 @@ from hypothesis import strategies as st
 
 from app.engine.marker import SUMMARY_MARKER, SUMMARY_MARKER_PREFIX
 
-Draw = Callable[..., Any]
 JsonObject = dict[str, Any]
 
 # --- text -------------------------------------------------------------------------------
@@ -105,6 +103,8 @@ class Round:
     """An assistant message with parallel tool calls, then (some of) their results."""
 
     text: str | None  # text beside the calls; None → `content: null` in OpenAI
+    # Model reasoning: a `thinking` block (Anthropic) or `reasoning_content` (OpenAI-style).
+    thinking: str | None
     calls: tuple[Call, ...]
     # Indices into `calls` in delivery order; shorter than `calls` when results are missing.
     order: tuple[int, ...]
@@ -131,7 +131,7 @@ Turn = Say | Round | Orphan
 
 
 @st.composite
-def says(draw: Draw, role: str | None = None) -> Say:
+def says(draw: st.DrawFn, role: str | None = None) -> Say:
     return Say(
         role=role or draw(st.sampled_from(["user", "assistant"])),
         text=draw(texts),
@@ -142,7 +142,7 @@ def says(draw: Draw, role: str | None = None) -> Say:
 
 @st.composite
 def turn_lists(
-    draw: Draw, id_prefix: str = "call", min_turns: int = 0, max_turns: int = 14
+    draw: st.DrawFn, id_prefix: str = "call", min_turns: int = 0, max_turns: int = 14
 ) -> list[Turn]:
     """Random turns; tool call ids are unique (`{id_prefix}_{n}`)."""
     count = draw(st.integers(min_turns, max_turns))
@@ -185,6 +185,7 @@ def turn_lists(
         turns.append(
             Round(
                 text=draw(st.one_of(st.none(), st.just(""), texts)),
+                thinking=draw(st.one_of(st.none(), st.none(), texts)),
                 calls=tuple(calls),
                 order=order,
                 interleave=interleave,
@@ -220,10 +221,12 @@ def render_openai(turns: list[Turn]) -> list[JsonObject]:
                 for call_id, result in zip(turn.ids, turn.results, strict=True)
             ]
             continue
+        reasoning = {} if turn.thinking is None else {"reasoning_content": turn.thinking}
         messages.append(
             {
                 "role": "assistant",
                 "content": turn.text,
+                **reasoning,
                 "tool_calls": [
                     {
                         "id": call.id,
@@ -279,7 +282,11 @@ def render_anthropic(turns: list[Turn]) -> list[JsonObject]:
             ]
             messages.append({"role": "user", "content": orphaned})
             continue
-        blocks: list[JsonObject] = [] if not turn.text else [{"type": "text", "text": turn.text}]
+        blocks: list[JsonObject] = []
+        if turn.thinking is not None:
+            blocks.append({"type": "thinking", "thinking": turn.thinking, "signature": "c2ln"})
+        if turn.text:
+            blocks.append({"type": "text", "text": turn.text})
         blocks += [
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
             for call in turn.calls
@@ -336,7 +343,7 @@ class History:
 
 
 @st.composite
-def histories(draw: Draw, fmt: str, max_turns: int = 14) -> History:
+def histories(draw: st.DrawFn, fmt: str, max_turns: int = 14) -> History:
     messages: list[JsonObject] = []
     system: Any = None
     system_count = 0

@@ -36,9 +36,7 @@ def current_tenant(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented:
-        raise ApiError(
-            401, "Unauthorized", "send Authorization: Bearer <api key>", "unauthorized"
-        )
+        raise ApiError(401, "Unauthorized", "send Authorization: Bearer <api key>", "unauthorized")
     tenant = None
     # Compare against every key so the time taken does not depend on which one matched.
     for key, owner in keys.items():

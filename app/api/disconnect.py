@@ -15,9 +15,7 @@ T = TypeVar("T")
 POLL_SECONDS = 0.25
 
 
-async def run_until_disconnect(
-    request: Request, work: Callable[[CallerGone], Awaitable[T]]
-) -> T:
+async def run_until_disconnect(request: Request, work: Callable[[CallerGone], Awaitable[T]]) -> T:
     """Runs `work(caller_gone)`; when the client goes away it is cancelled, nothing is
     returned, and the caller sees CallerGoneError."""
     gone = asyncio.Event()

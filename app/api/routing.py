@@ -4,6 +4,7 @@ megabyte-sized histories this service receives)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -13,16 +14,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 
+# A run of 19+ digits may be an integer beyond 64 bits, which orjson would turn into a
+# float; such bodies go to the standard parser, which keeps every integer exact.
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
 class OrjsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            try:
-                self._json = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                # orjson refuses a few inputs the JSON grammar allows (integers beyond 64
-                # bits); the standard parser decides, and raises for truly bad JSON.
+            if _LONG_DIGITS.search(body):
                 self._json = json.loads(body)
+            else:
+                try:
+                    self._json = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    # The standard parser has the final word and the familiar error.
+                    self._json = json.loads(body)
         return self._json
 
 

@@ -125,3 +125,4 @@ class ReadyOut(BaseModel):
     status: str
     tokenizers: list[str]
     summarizer: str
+    database: str

@@ -24,6 +24,11 @@ def detect_format(messages: Sequence[Any], system: Any = None) -> str:
     Plain user/assistant string messages read the same in both; they are `openai` unless a
     top-level system prompt says otherwise.
     """
+    return evidence_of_format(messages, system) or openai.FORMAT
+
+
+def evidence_of_format(messages: Sequence[Any], system: Any = None) -> str | None:
+    """The format the messages prove, or None while they read the same in both."""
     for message in messages:
         if not isinstance(message, dict):
             continue
@@ -39,4 +44,4 @@ def detect_format(messages: Sequence[Any], system: Any = None) -> str:
                     return anthropic.FORMAT
                 if kind in _OPENAI_PARTS:
                     return openai.FORMAT
-    return anthropic.FORMAT if system is not None else openai.FORMAT
+    return anthropic.FORMAT if system is not None else None

@@ -16,6 +16,11 @@ from app.formats.common import (
 )
 
 FORMAT = "openai"
+# Block types only the Anthropic Messages API has: in an OpenAI history they mean the
+# caller mixed formats, which would silently miscount and break tool pairing.
+ANTHROPIC_ONLY_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
 _ROLES = {
     "system": Role.SYSTEM,
     "developer": Role.SYSTEM,
@@ -86,6 +91,12 @@ def _part(part: Any, where: str) -> Block:
         return image_block(url if url.startswith("data:") else None, detail)
     if not isinstance(kind, str):
         raise fail(f"{where}.type", "each content part needs a string type")
+    if kind in ANTHROPIC_ONLY_BLOCKS:
+        raise fail(
+            f"{where}.type",
+            f"{kind!r} is an Anthropic content block, not an OpenAI content part; "
+            "send format=anthropic (or OpenAI tool_calls / role tool messages)",
+        )
     return other_block(part)
 
 

@@ -7,8 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from app.engine.accounting import (
     OPENAI,
     REPLY_PRIMING,
@@ -33,6 +31,7 @@ from app.engine.thresholds import (
 from app.formats import anthropic, openai
 from app.formats.detect import detect_format
 from app.services.history import HistoryInput
+from app.services.json_bytes import json_bytes
 from app.tokenizers.bpe import TokenizerRegistry
 
 FORMATS = {openai.FORMAT: openai, anthropic.FORMAT: anthropic}
@@ -80,7 +79,7 @@ class CountedHistory:
 
 def content_digest(value: Any) -> bytes:
     """A short hash of a JSON value's serialized form."""
-    return hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
+    return hashlib.blake2b(json_bytes(value), digest_size=16).digest()
 
 
 class EstimationService:

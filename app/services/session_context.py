@@ -8,7 +8,7 @@ from typing import Any
 
 from app.engine.estimate import UsageReport
 from app.engine.marker import SummaryMarker
-from app.formats.detect import detect_format
+from app.formats.detect import evidence_of_format
 from app.services.estimation import FORMATS
 from app.services.history import HistoryInput
 from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
@@ -46,9 +46,9 @@ class SessionContext:
         )
 
 
-def session_format(session: SessionRow, messages: Sequence[Any]) -> str:
-    """The session's format, or the one its first messages show."""
-    return session.format or detect_format(messages, session.system)
+def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
+    """The session's format, or the one these messages prove (None: still undecided)."""
+    return session.format or evidence_of_format(messages, session.system)
 
 
 def build_context(

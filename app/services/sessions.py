@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
-import orjson
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.engine.errors import InvalidHistoryError, NothingToCompactError
@@ -27,6 +27,7 @@ from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import FORMATS, CountedHistory, EstimationService
 from app.services.history import CompactOptions
+from app.services.json_bytes import json_bytes
 from app.services.session_context import (
     SessionContext,
     build_context,
@@ -109,6 +110,15 @@ class SessionService:
             raise SessionNotFoundError(f"session {session_id} not found")
         return row
 
+    def check_database(self) -> str | None:
+        """None when the store answers and its tables exist, else what is wrong."""
+        try:
+            with self._sessions() as db:
+                db.execute(select(SessionRow.id).limit(1))
+        except SQLAlchemyError as exc:
+            return str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        return None
+
     # -- sessions -----------------------------------------------------------------------
 
     def create(self, tenant: str, data: dict[str, Any]) -> SessionRow:
@@ -157,7 +167,7 @@ class SessionService:
         idempotency_key: str | None = None,
     ) -> AppendResult:
         """Appends messages (validated in the session's format), atomically numbered."""
-        request_hash = hashlib.sha256(orjson.dumps([messages, sorted(usage.items())])).hexdigest()
+        request_hash = hashlib.sha256(json_bytes([messages, sorted(usage.items())])).hexdigest()
         try:
             with self._transaction() as db:
                 return self._append(
@@ -195,17 +205,19 @@ class SessionService:
                     where="usage",
                 )
         fmt = session_format(row, messages)
-        parser = FORMATS[fmt]
+        # Plain user/assistant text reads the same in both formats: validate it as OpenAI
+        # and decide the session's format when a message first proves it.
+        parser = FORMATS[fmt or "openai"]
         for i, message in enumerate(messages):
             parser.parse_message(message, f"messages[{i}]")
-        if row.format is None and messages:
+        if row.format is None and fmt is not None:
             row.format = fmt
         result = AppendResult(appended=0, first_seq=None, last_seq=None)
         if messages:
             sessions = SessionRepository(db)
             first = sessions.reserve_seqs(session_id, len(messages))
             if first == row.system_prefix_count:
-                row.system_prefix_count += leading_system_count(messages, fmt)
+                row.system_prefix_count += leading_system_count(messages, fmt or "openai")
             TranscriptRepository(db).append(session_id, first, messages, usage)
             result = AppendResult(len(messages), first, first + len(messages) - 1)
         if idempotency_key is not None:

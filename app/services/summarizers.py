@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -115,6 +117,19 @@ def build_summarizer(
         timeout_seconds=settings.summarizer_timeout_seconds,
         retry=retry,
     )
+
+
+@asynccontextmanager
+async def running_summarizer(
+    settings: Settings, models: ModelRegistry | None = None
+) -> AsyncIterator[Summarizer]:
+    """The configured summarizer with its HTTP client open for the block, for one-shot
+    callers such as the CLI (the app's lifespan keeps one client for its whole run)."""
+    if not needs_http_client(settings):
+        yield ExtractiveSummarizer()
+        return
+    async with summarizer_http_client(settings) as client:
+        yield build_summarizer(settings, client, models)
 
 
 def initial_summarizer(settings: Settings, models: ModelRegistry) -> Summarizer:

@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 DEFAULT_SUMMARY = """## Goal
 - Finish the task the user asked for
@@ -114,7 +114,7 @@ class FakeProvider:
         with self._lock:
             self._script.extend(replies)
 
-    def __enter__(self) -> FakeProvider:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

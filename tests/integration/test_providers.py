@@ -8,7 +8,7 @@ import asyncio
 import json
 import math
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -28,7 +28,7 @@ from app.main import create_app
 from app.providers import OpenAICompatibleSummarizer, RetryPolicy
 from app.providers.http import retry_after_seconds
 from app.registry import load_registry
-from app.services.summarizers import SummarizerConfigError
+from app.services.summarizers import SummarizerConfigError, running_summarizer
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE, OPENHANDS, load_json
 from tests.integration.fake_providers import (
@@ -96,7 +96,7 @@ def serving(
         yield client
 
 
-def assert_problem(response: httpx.Response, status: int, model: str, *fragments: str) -> str:
+def assert_problem(response: Any, status: int, model: str, *fragments: str) -> str:
     """A problem+json failure naming provider and model, without key or partial summary."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith(PROBLEM)
@@ -527,7 +527,7 @@ def test_client_disconnect_cancels_the_model_call(openai_fake: OpenAIFake, tmp_p
     )
     app = create_app(settings)
     payload = json.dumps(compact_body()).encode()
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def scenario() -> None:
         hung_up = asyncio.Event()
@@ -541,7 +541,7 @@ def test_client_disconnect_cancels_the_model_call(openai_fake: OpenAIFake, tmp_p
             await hung_up.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             sent.append(message)
 
         scope = {
@@ -644,6 +644,46 @@ def _summarize_with_recorded_pauses(
                 return exc
 
     return asyncio.run(run()), pauses
+
+
+@pytest.mark.parametrize(
+    ("summarizer", "model", "window", "max_output", "levels"),
+    [
+        ("openai", "gpt-4o-mini-2024-07-18", 128_000, 16_384, ()),
+        (
+            "anthropic",
+            "claude-sonnet-4-5-20250929",
+            200_000,
+            64_000,
+            ("off", "low", "medium", "high"),
+        ),
+        ("openai", "some-local-model", None, None, ()),
+    ],
+)
+def test_one_shot_summarizer_takes_its_limits_from_the_registry(
+    openai_fake: OpenAIFake,
+    anthropic_fake: AnthropicFake,
+    summarizer: str,
+    model: str,
+    window: int | None,
+    max_output: int | None,
+    levels: tuple[str, ...],
+) -> None:
+    fake: FakeProvider = openai_fake if summarizer == "openai" else anthropic_fake
+    settings = Settings(
+        summarizer=summarizer, summarizer_base_url=fake.base_url, summarizer_model=model
+    )
+
+    async def run() -> tuple[Any, Any]:
+        async with running_summarizer(settings) as one_shot:
+            return one_shot.info, await one_shot.summarize(_request())
+
+    info, result = asyncio.run(run())
+    assert (info.provider, info.model) == (summarizer, model)
+    assert (info.context_window, info.max_output_tokens) == (window, max_output)
+    assert tuple(level.value for level in info.thinking_levels) == levels
+    assert result.text == DEFAULT_SUMMARY
+    assert fake.received[0].body["model"] == model
 
 
 def test_retry_after_seconds_is_waited_exactly(openai_fake: OpenAIFake) -> None:

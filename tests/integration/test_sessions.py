@@ -14,6 +14,7 @@ from app.engine.errors import SummarizerUnavailableError
 from app.engine.extractive import ExtractiveSummarizer
 from app.engine.marker import SUMMARY_MARKER_PREFIX
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
+from app.formats.detect import evidence_of_format
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import BIG_ANTHROPIC, BIG_OPENAI, load_json
@@ -70,11 +71,15 @@ def test_real_transcript_in_batches_with_prepare_compacts_and_loses_nothing(
         assert transcript["messages"] == messages
         context = client.get(f"/sessions/{sid}/context").json()
         assert context["messages"][0]["content"].startswith(SUMMARY_MARKER_PREFIX)
-        assert sum(
-            1
-            for m in context["messages"]
-            if isinstance(m.get("content"), str) and m["content"].startswith(SUMMARY_MARKER_PREFIX)
-        ) == 1
+        assert (
+            sum(
+                1
+                for m in context["messages"]
+                if isinstance(m.get("content"), str)
+                and m["content"].startswith(SUMMARY_MARKER_PREFIX)
+            )
+            == 1
+        )
         assert context["messages"][-1] == messages[-1]
         assert _pairs_intact(context["messages"])
         records = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
@@ -90,7 +95,9 @@ def test_real_transcript_in_batches_with_prepare_compacts_and_loses_nothing(
 
 def test_recompaction_resummarizes_previously_kept_entries(client: TestClient) -> None:
     sid = client.post("/sessions", json={"keep_recent_tokens": 60}).json()["id"]
-    first = [{"role": "user", "content": f"Constraint {i}: never touch file_{i}.py"} for i in range(6)]
+    first = [
+        {"role": "user", "content": f"Constraint {i}: never touch file_{i}.py"} for i in range(6)
+    ]
     client.post(f"/sessions/{sid}/messages", json={"messages": first})
     one = client.post(f"/sessions/{sid}/compact", json={"reason": "manual"}).json()
     assert one["compacted"]
@@ -232,9 +239,10 @@ def test_usage_before_the_latest_compaction_is_ignored_until_a_fresh_reply(
     client.post(f"/sessions/{sid}/compact", json={})
     stale = client.get(f"/sessions/{sid}/context").json()["estimate"]
     assert stale["method"] == "tokenizer" and stale["tokens"] < 1_000
-    reply = {"messages": [{"role": "assistant", "content": "fresh"}], "usage": [
-        {"message_index": 0, "input_tokens": 700, "output_tokens": 5}
-    ]}
+    reply = {
+        "messages": [{"role": "assistant", "content": "fresh"}],
+        "usage": [{"message_index": 0, "input_tokens": 700, "output_tokens": 5}],
+    }
     client.post(f"/sessions/{sid}/messages", json=reply)
     fresh = client.get(f"/sessions/{sid}/context").json()["estimate"]
     assert fresh["method"] == "usage+tokenizer" and fresh["tokens"] == 705
@@ -273,3 +281,31 @@ def test_invalid_messages_are_refused_before_anything_is_stored(client: TestClie
     assert response.status_code == 422
     assert "messages[1].role" in response.json()["detail"]
     assert client.get(f"/sessions/{sid}/transcript").json()["total"] == 0
+
+
+def test_database_down_is_503_and_not_ready(tmp_path: Any) -> None:
+    from tests.postgres import _free_port
+
+    url = f"postgresql://nobody@127.0.0.1:{_free_port()}/none"
+    with _app(url) as client:
+        response = client.post("/sessions", json={})
+        assert response.status_code == 503
+        assert "session store is unavailable" in response.json()["detail"]
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert client.get("/healthz").status_code == 200
+        estimate = client.post("/estimate", json={"messages": [{"role": "user", "content": "x"}]})
+        assert estimate.status_code == 200
+
+
+def test_format_is_decided_by_the_first_message_that_proves_it(client: TestClient) -> None:
+    body = load_json(BIG_ANTHROPIC)
+    messages = body["messages"][:60]
+    assert evidence_of_format(messages[:1]) is None  # the first message reads as either format
+    sid = client.post("/sessions", json={"model": body["model"]}).json()["id"]
+    for message in messages:
+        client.post(f"/sessions/{sid}/messages", json={"messages": [message]})
+    assert client.get(f"/sessions/{sid}").json()["format"] == "anthropic"
+    context = client.get(f"/sessions/{sid}/context").json()
+    direct = client.post("/estimate", json={"messages": messages, "model": body["model"]}).json()
+    assert context["estimate"]["tokens"] == direct["tokens"]

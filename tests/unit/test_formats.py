@@ -114,3 +114,9 @@ def test_invalid_messages_name_the_field_to_fix(module: Any, raw: Any, fragment:
 def test_anthropic_system_blocks_become_text() -> None:
     blocks = [{"type": "text", "text": "one", "cache_control": {"type": "ephemeral"}}]
     assert anthropic.system_text(blocks) == "one"
+
+
+def test_anthropic_blocks_in_an_openai_history_are_refused_with_a_hint() -> None:
+    raw = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x"}]}
+    with pytest.raises(InvalidHistoryError, match="send format=anthropic"):
+        openai.parse_message(raw, "messages[0]")

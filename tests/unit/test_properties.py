@@ -415,12 +415,6 @@ def test_http_compact_keeps_the_invariants(
     assert_no_orphaned_results(new, messages)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an integer beyond 64 bits in an unknown field does not survive: the orjson "
-    "body parser (app/api/routing.py) turns it into a float, and with the exact int the "
-    "cache key (content_digest, app/services/estimation.py) raises TypeError -> 500",
-)
 @pytest.mark.parametrize("force", [True, False])
 def test_unknown_field_with_a_big_integer_survives(client: TestClient, force: bool) -> None:
     big = 2**64 + 1  # a float cannot hold it exactly

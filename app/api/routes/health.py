@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 from fastapi import APIRouter
 
 from app.api.deps import State
@@ -19,11 +20,15 @@ async def healthz() -> HealthOut:
 
 @router.get("/readyz", response_model=ReadyOut, responses={503: {"model": Problem}})
 async def readyz(state: State) -> ReadyOut:
-    """Tokenizers (and, once configured, the database) are ready to serve."""
+    """Tokenizers are loaded and the database answers with its schema in place."""
     if not state.ready:
         raise ApiError(503, "Not ready", "the service is still loading tokenizers", "not-ready")
+    problem = await anyio.to_thread.run_sync(state.sessions.check_database)
+    if problem is not None:
+        raise ApiError(503, "Not ready", f"the session store is not ready: {problem}", "not-ready")
     return ReadyOut(
         status="ready",
         tokenizers=list(state.tokenizers.loaded),
         summarizer=state.compaction.summarizer.info.provider,
+        database="ok",
     )

@@ -79,13 +79,9 @@ def append_messages(
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> AppendOut:
     """Append messages; the same Idempotency-Key again appends nothing, same answer."""
-    usage = {
-        u.message_index: u.model_dump(exclude={"message_index"}) for u in body.usage
-    }
+    usage = {u.message_index: u.model_dump(exclude={"message_index"}) for u in body.usage}
     result = sessions.append(tenant, session_id, body.messages, usage, idempotency_key)
-    return AppendOut(
-        appended=result.appended, first_seq=result.first_seq, last_seq=result.last_seq
-    )
+    return AppendOut(appended=result.appended, first_seq=result.first_seq, last_seq=result.last_seq)
 
 
 @router.get("/{session_id}/transcript", response_model=TranscriptOut, responses=_READ)

@@ -1,0 +1,124 @@
+"""Session-store benchmark: appends per second and `prepare` latency on a 300-message
+session, on SQLite and on a throwaway PostgreSQL cluster, over real HTTP on loopback.
+
+Baselines from the same run: a raw SQL INSERT loop with the same driver (appends), and
+an in-process estimate of the same context (prepare).
+
+Run: .venv/bin/python bench/store.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.main import create_app  # noqa: E402
+from app.services.history import HistoryInput  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from app.store.database import create_db_engine  # noqa: E402
+from app.store.migrate import upgrade  # noqa: E402
+from bench.common import serve_in_thread  # noqa: E402
+from tests.postgres import server_bin_dir, throwaway_cluster  # noqa: E402
+
+TRANSCRIPT = ROOT / "tests/data/claude_code/4d5611e5-241a-462a-8d15-5122611a9569.anthropic.json"
+MESSAGES = 300  # the transcript has 298
+
+
+def _raw_insert_rate(url: str, messages: list[Any]) -> float:
+    """Baseline: one committed INSERT per message with the same driver, no service."""
+    engine = create_db_engine(url)
+    with engine.begin() as db:
+        db.execute(text("CREATE TABLE IF NOT EXISTS bench_raw (seq integer, message text)"))
+    start = time.perf_counter()
+    for seq, message in enumerate(messages):
+        with engine.begin() as db:
+            db.execute(
+                text("INSERT INTO bench_raw VALUES (:seq, :message)"),
+                {"seq": seq, "message": json.dumps(message)},
+            )
+    elapsed = time.perf_counter() - start
+    engine.dispose()
+    return len(messages) / elapsed
+
+
+def bench_backend(label: str, url: str, messages: list[Any]) -> None:
+    upgrade(url)
+    app = create_app(Settings(database_url=url))
+    with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=60) as client:
+        # A trigger above the history: prepare measures the no-compaction path.
+        settings = {"model": "claude-sonnet-4-5", "trigger_tokens": 1_000_000}
+        sid = client.post("/sessions", json=settings).json()["id"]
+        start = time.perf_counter()
+        for message in messages:
+            client.post(
+                f"/sessions/{sid}/messages", json={"messages": [message]}
+            ).raise_for_status()
+        append_rate = len(messages) / (time.perf_counter() - start)
+
+        samples = []
+        for _ in range(20):
+            t = time.perf_counter()
+            client.post(f"/sessions/{sid}/prepare").raise_for_status()
+            samples.append(time.perf_counter() - t)
+        prepare = statistics.median(samples)
+        context = client.get(f"/sessions/{sid}/context").json()
+
+        t = time.perf_counter()
+        compacted = client.post(f"/sessions/{sid}/compact", json={}).json()
+        compact_time = time.perf_counter() - t
+        assert compacted["compacted"]
+
+    state = app.state.compactor
+    history = HistoryInput(messages=context["messages"], model="claude-sonnet-4-5")
+    estimate_samples = []
+    for _ in range(20):
+        t = time.perf_counter()
+        state.estimation.count(history)
+        estimate_samples.append(time.perf_counter() - t)
+    in_process = statistics.median(estimate_samples)
+    raw_rate = _raw_insert_rate(url, messages)
+
+    print(f"\n{label}")
+    print(
+        f"  appends, one message per POST      {append_rate:8.0f} /s   "
+        f"({append_rate / raw_rate:.2f}x a raw INSERT+COMMIT loop at {raw_rate:.0f}/s)"
+    )
+    print(
+        f"  prepare, {MESSAGES} messages, no compaction {prepare * 1000:6.1f} ms  "
+        f"({prepare / in_process:.1f}x in-process estimate at {in_process * 1000:.1f} ms; "
+        f"{context['estimate']['tokens']:,} tokens)"
+    )
+    print(
+        f"  manual compact over HTTP (extractive) {compact_time * 1000:5.0f} ms  "
+        f"({compacted['compaction']['tokens_before']:,} → "
+        f"{compacted['compaction']['tokens_after']:,} tokens)"
+    )
+
+
+def main() -> None:
+    messages = json.loads(TRANSCRIPT.read_text("utf-8"))["messages"][:MESSAGES]
+    print(f"session-store benchmark: {len(messages)} messages of {TRANSCRIPT.name}")
+    with ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        bench_backend("SQLite", f"sqlite:///{folder}/bench.db", messages)
+        if server_bin_dir() is None:
+            print("\nPostgreSQL: server binaries not found, skipped")
+            return
+        server = stack.enter_context(throwaway_cluster())
+        bench_backend("PostgreSQL", server, messages)
+
+
+if __name__ == "__main__":
+    main()
