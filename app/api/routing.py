@@ -13,7 +13,6 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
-
 # A run of 19+ digits may be an integer beyond 64 bits, which orjson would turn into a
 # float; such bodies go to the standard parser, which keeps every integer exact.
 _LONG_DIGITS = re.compile(rb"\d{19,}")

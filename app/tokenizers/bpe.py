@@ -12,7 +12,6 @@ import tiktoken
 
 from app.tokenizers.offline_ranks import ENCODINGS, load_ranks
 
-
 # Below this many characters a batch is counted on the calling thread: handing work to
 # another thread costs more than it saves.
 PARALLEL_MIN_CHARS = 200_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -85,7 +86,7 @@ def test_real_transcript_in_batches_with_prepare_compacts_and_loses_nothing(
         records = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
         assert len(records) == compactions
         assert records[0]["previous_id"] is None
-        for previous, record in zip(records, records[1:], strict=False):
+        for previous, record in itertools.pairwise(records):
             assert record["previous_id"] == previous["id"]
             assert record["first_kept_seq"] >= previous["first_kept_seq"]
             assert record["trigger"] == "auto"

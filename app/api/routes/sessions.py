@@ -8,8 +8,8 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from app.api.auth import Tenant
 from app.api.deps import Sessions
-from app.api.problems import Problem
 from app.api.disconnect import run_until_disconnect
+from app.api.problems import Problem
 from app.api.routing import OrjsonRoute
 from app.api.schemas_sessions import (
     AppendIn,
