@@ -23,8 +23,26 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Run the HTTP service on its configured defaults."""
+    import ipaddress
+
     import uvicorn
 
+    from app.api.observability import json_log_config
+    from app.settings import Settings
+
+    settings = Settings()
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback and not settings.api_key_spec() and not settings.allow_unauthenticated:
+        typer.echo(
+            f"refusing to serve on {host} without API keys: set COMPACTOR_API_KEYS "
+            "(tenant:key,...) or COMPACTOR_API_KEYS_FILE, or set "
+            "COMPACTOR_ALLOW_UNAUTHENTICATED=true to expose it anyway",
+            err=True,
+        )
+        raise typer.Exit(2)
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -32,6 +50,8 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        log_config=json_log_config(log_level),
+        access_log=False,
     )
 
 

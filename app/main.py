@@ -11,8 +11,9 @@ from fastapi import Depends, FastAPI
 from app import __version__
 from app.api.auth import current_tenant, parse_api_keys
 from app.api.limits import BodySizeLimit
+from app.api.observability import Metrics, RequestObservation
 from app.api.problems import install_problem_handlers
-from app.api.routes import health, history, sessions, system_prompt
+from app.api.routes import health, history, metrics, sessions, system_prompt
 from app.api.state import AppState
 from app.engine.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
@@ -39,13 +40,14 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
     estimation = EstimationService(
         tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
+    observed = Metrics()
     compaction = CompactionService(
         estimation,
         summarizer or initial_summarizer(settings, models),
         default_thinking=settings.summarizer_thinking,
+        observer=observed,
     )
     db = create_db_engine(settings.database_url)
-    api_keys = settings.api_keys.get_secret_value() if settings.api_keys else ""
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
@@ -54,7 +56,8 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         compaction=compaction,
         db=db,
         sessions=SessionService(session_factory(db), estimation, compaction),
-        api_keys=parse_api_keys(api_keys),
+        api_keys=parse_api_keys(settings.api_key_spec()),
+        metrics=observed,
     )
 
 
@@ -92,5 +95,8 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
+    app.include_router(metrics.router, dependencies=authenticated)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
+    app.add_middleware(RequestObservation, metrics=state.metrics)
     return app

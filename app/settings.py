@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     # summarizer_timeout_seconds.
     summarizer_max_retries: int = Field(default=3, ge=0, le=10)
     api_keys: SecretStr | None = None
+    # A file holding the same `tenant:key,…` list (one per line also works), for secrets
+    # mounted into a container instead of set in its environment.
+    api_keys_file: Path | None = None
+    # Serving beyond loopback without API keys must be asked for explicitly.
+    allow_unauthenticated: bool = False
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     models_file: Path | None = None
     fallback_context_window: int = Field(default=128_000, gt=0)
@@ -36,6 +41,13 @@ class Settings(BaseSettings):
     token_cache_entries: int = Field(default=200_000, ge=1)
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+
+    def api_key_spec(self) -> str:
+        """The configured `tenant:key` list from the variable and/or the file."""
+        parts = [self.api_keys.get_secret_value()] if self.api_keys else []
+        if self.api_keys_file is not None:
+            parts.append(self.api_keys_file.read_text("utf-8").replace("\n", ","))
+        return ",".join(parts)
 
     @property
     def migrate_on_start(self) -> bool:

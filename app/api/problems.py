@@ -136,7 +136,12 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
-        titles = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
+        titles = {
+            404: "Not found",
+            405: "Method not allowed",
+            413: "Payload too large",
+            422: "Invalid request",
+        }
         title = titles.get(exc.status_code, "HTTP error")
         return problem_response(
             exc.status_code, title, str(exc.detail), title.lower().replace(" ", "-")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
+from fastapi import HTTPException
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,7 +28,11 @@ class OrjsonRequest(Request):
             else:
                 try:
                     self._json = orjson.loads(body)
-                except orjson.JSONDecodeError:
+                except orjson.JSONDecodeError as exc:
+                    if "depth limit" in str(exc):
+                        raise HTTPException(
+                            422, "the JSON body is nested too deeply; flatten it"
+                        ) from exc
                     # The standard parser has the final word and the familiar error.
                     self._json = json.loads(body)
         return self._json

@@ -32,7 +32,7 @@ class HistoryIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     messages: list[dict[str, Any]] = Field(
-        description="Chat Completions or Messages API messages, unchanged."
+        max_length=100_000, description="Chat Completions or Messages API messages, unchanged."
     )
     format: Format | None = Field(default=None, description="Detected when omitted.")
     system: str | list[dict[str, Any]] | None = Field(

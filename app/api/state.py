@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from app.api.observability import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
@@ -23,6 +24,7 @@ class AppState:
     compaction: CompactionService
     db: Engine
     sessions: SessionService
+    metrics: Metrics
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     ready: bool = False

@@ -15,6 +15,7 @@ request headers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import math
@@ -120,10 +121,14 @@ def parse_response(
     try:
         return response_model.model_validate(data)
     except ValidationError as exc:
-        raise endpoint.error(
-            SummarizerRejectedError,
-            f"answered with a response of an unexpected shape ({_first_problem(exc)})",
-        ) from None
+        problem = f"a response of an unexpected shape ({_first_problem(exc)})"
+    # Some gateways answer 200 with an error object instead of a completion.
+    with contextlib.suppress(ValidationError):
+        said = _ErrorBody.model_validate(data).error
+        if said.type or said.message:
+            reason = ": ".join(part for part in (said.type, said.message) if part)
+            problem = f"an error instead of a completion: {reason}"
+    raise endpoint.error(SummarizerRejectedError, f"answered with {_excerpt(problem)}")
 
 
 async def _send_with_retries(
@@ -152,6 +157,11 @@ async def _send_with_retries(
                     raise TimeoutError from None
                 except httpx.TransportError as exc:
                     failure = f"could not talk to {endpoint.host} ({_describe_transport(exc)})"
+                except httpx.RequestError as exc:  # e.g. a body that cannot be decoded
+                    raise endpoint.error(
+                        SummarizerRejectedError,
+                        f"answered in a way that could not be read ({_describe_transport(exc)})",
+                    ) from None
                 else:
                     if response.is_success:
                         return response
@@ -265,7 +275,7 @@ def _rejected(response: httpx.Response, endpoint: ProviderEndpoint) -> Summarize
     return endpoint.error(SummarizerRejectedError, message)
 
 
-def _describe_transport(exc: httpx.TransportError) -> str:
+def _describe_transport(exc: httpx.RequestError) -> str:
     detail = str(exc).strip()
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 

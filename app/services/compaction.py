@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from app.engine.compaction import (
     CompactionPlan,
@@ -12,7 +12,7 @@ from app.engine.compaction import (
     plan_compaction,
     summarize_plan,
 )
-from app.engine.errors import NothingToCompactError
+from app.engine.errors import CallerGoneError, NothingToCompactError, SummarizerError
 from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
@@ -39,6 +39,31 @@ class CompactionOutcome:
         return self.counted.estimate.tokens
 
 
+class CompactionObserver(Protocol):
+    """Told about every compaction attempt (metrics live behind this)."""
+
+    def compaction_finished(
+        self, trigger: str, outcome: str, tokens_before: int, tokens_after: int | None
+    ) -> None: ...
+
+    def summarizer_attempts(self, provider: str, attempts: int, ok: bool) -> None: ...
+
+    def summarizer_failed(self, provider: str, kind: str) -> None: ...
+
+
+class NullObserver:
+    def compaction_finished(
+        self, trigger: str, outcome: str, tokens_before: int, tokens_after: int | None
+    ) -> None:
+        return None
+
+    def summarizer_attempts(self, provider: str, attempts: int, ok: bool) -> None:
+        return None
+
+    def summarizer_failed(self, provider: str, kind: str) -> None:
+        return None
+
+
 class CompactionService:
     """Compacts one history with the configured summarizer."""
 
@@ -48,11 +73,13 @@ class CompactionService:
         summarizer: Summarizer,
         default_thinking: ThinkingLevel = ThinkingLevel.OFF,
         marker: SummaryMarker | None = None,
+        observer: CompactionObserver | None = None,
     ) -> None:
         self.estimation = estimation
         self.summarizer = summarizer
         self.default_thinking = default_thinking
         self.marker = marker or SummaryMarker()
+        self.observer: CompactionObserver = observer or NullObserver()
 
     async def compact(
         self,
@@ -61,6 +88,35 @@ class CompactionService:
         caller_gone: CallerGone = lambda: False,
     ) -> CompactionOutcome:
         """Compacts when over the threshold (or forced); never returns a partial result."""
+        provider = self.summarizer.info.provider
+        try:
+            outcome = await self._compact(history, options, caller_gone)
+        except SummarizerError as exc:
+            self.observer.summarizer_failed(provider, type(exc).__name__)
+            self.observer.summarizer_attempts(provider, 1, ok=False)
+            self.observer.compaction_finished(options.trigger, "failed", 0, None)
+            raise
+        except CallerGoneError:
+            self.observer.compaction_finished(options.trigger, "abandoned", 0, None)
+            raise
+        if outcome.summary is not None:
+            self.observer.summarizer_attempts(provider, outcome.summary.attempts, ok=True)
+        wanted = options.force or outcome.counted.should_compact
+        if outcome.compacted:
+            label = "compacted"
+        else:
+            label = "nothing_to_compact" if wanted else "not_needed"
+        self.observer.compaction_finished(
+            options.trigger, label, outcome.tokens_before, outcome.tokens_after
+        )
+        return outcome
+
+    async def _compact(
+        self,
+        history: HistoryInput,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+    ) -> CompactionOutcome:
         counted = self.estimation.count(history, parse_all=True)
         if not options.force and not counted.should_compact:
             return CompactionOutcome(

@@ -77,9 +77,9 @@ class CountedHistory:
         return REPLY_PRIMING if self.format == OPENAI else 0
 
 
-def content_digest(value: Any) -> bytes:
+def content_digest(value: Any, where: str = "body") -> bytes:
     """A short hash of a JSON value's serialized form."""
-    return hashlib.blake2b(json_bytes(value), digest_size=16).digest()
+    return hashlib.blake2b(json_bytes(value, where), digest_size=16).digest()
 
 
 class EstimationService:
@@ -197,7 +197,7 @@ class EstimationService:
         choice: TokenizerChoice,
     ) -> list[int]:
         prefix = (choice.tokenizer.name, choice.rules.cache_key)
-        keys = [(prefix, content_digest(raw)) for raw in raws]
+        keys = [(prefix, content_digest(raw, f"messages[{i}]")) for i, raw in enumerate(raws)]
         counts: list[int | None] = [self.cache.get(key) for key in keys]
         missing = [i for i, c in enumerate(counts) if c is None]
         if missing:

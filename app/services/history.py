@@ -33,4 +33,6 @@ class CompactOptions:
     force: bool = False
     instructions: str | None = None
     thinking: ThinkingLevel | None = None
+    # Why this compaction runs: request (stateless /compact), auto, manual, overflow.
+    trigger: str = "request"
     extra: dict[str, Any] = field(default_factory=dict)

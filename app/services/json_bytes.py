@@ -8,9 +8,19 @@ from typing import Any
 
 import orjson
 
+from app.engine.errors import InvalidHistoryError
 
-def json_bytes(value: Any) -> bytes:
+# orjson's own serialization limit; deeper values are refused rather than half-handled.
+MAX_NESTING = 254
+
+
+def json_bytes(value: Any, where: str = "body") -> bytes:
     try:
         return orjson.dumps(value)
-    except TypeError:
+    except TypeError as exc:
+        if "Recursion limit" in str(exc):
+            raise InvalidHistoryError(
+                f"{where}: JSON nested deeper than {MAX_NESTING} levels; flatten it",
+                where=where,
+            ) from exc
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

@@ -319,6 +319,7 @@ class SessionService:
         default_thinking = (session.settings or {}).get("thinking")
         options = CompactOptions(
             force=force,
+            trigger=trigger,
             instructions=instructions,
             thinking=thinking or (ThinkingLevel(default_thinking) if default_thinking else None),
         )

@@ -426,6 +426,11 @@ def test_slow_provider_times_out_with_504_and_the_call_is_dropped(
         ("openai", Reply.raw(b'{"id": "x", "object": "chat.completion"}'), "unexpected shape"),
         ("anthropic", Reply.raw(b'{"content": "just text", "stop_reason": "end_turn"}'), "content"),
         ("anthropic", Reply.raw(b'{"content": [{"type": "text"}]}'), "unexpected shape"),
+        (
+            "openai",
+            Reply.raw(b'{"error": {"message": "Upstream overloaded", "code": 502}}'),
+            "an error instead of a completion: Upstream overloaded",
+        ),
     ],
 )
 def test_nonsense_answers_are_502(

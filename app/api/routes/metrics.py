@@ -1,0 +1,25 @@
+"""Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.api.deps import State
+from app.api.problems import Problem
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        401: {"model": Problem},
+    },
+)
+def metrics(state: State) -> Response:
+    """Requests, latencies, compactions, tokens and summarizer calls (Prometheus text)."""
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
