@@ -117,6 +117,8 @@ def compact(
     from app.api.schemas import CompactIn
     from app.engine.errors import CompactorError
     from app.main import build_state
+    from app.services.compaction import CompactionOutcome
+    from app.services.summarizers import running_summarizer
     from app.settings import Settings
 
     doc = _load_request(file)
@@ -126,9 +128,18 @@ def compact(
     if instructions is not None:
         doc["instructions"] = instructions
     body = CompactIn.model_validate(doc)
-    state = build_state(Settings())
+    settings = Settings()
+    state = build_state(settings)
+
+    async def run() -> CompactionOutcome:
+        # The HTTP summarizers need their client open for the call (the app's lifespan
+        # does this for the service).
+        async with running_summarizer(settings, state.models) as summarizer:
+            state.compaction.summarizer = summarizer
+            return await state.compaction.compact(history_input(body), compact_options(body))
+
     try:
-        outcome = asyncio.run(state.compaction.compact(history_input(body), compact_options(body)))
+        outcome = asyncio.run(run())
     except CompactorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc

@@ -7,7 +7,7 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -150,7 +150,9 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line; extra fields given to the logger are included."""
 
     # Standard record attributes, plus uvicorn's ANSI-coloured duplicate of the message.
-    _STANDARD = {*vars(logging.makeLogRecord({})), "color_message"}
+    _STANDARD: ClassVar[frozenset[str]] = frozenset(
+        {*vars(logging.makeLogRecord({})), "color_message"}
+    )
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {

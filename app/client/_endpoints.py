@@ -10,16 +10,14 @@ from urllib.parse import quote
 import httpx
 
 from app.client._errors import error_from_response, unexpected_response
+from app.client._fields import Format, MalformedAnswerError
 from app.client._models import (
     AppendResult,
     CompactionRecord,
     CompactResult,
     Context,
     Estimate,
-    Format,
     Health,
-    MalformedAnswerError,
-    Message,
     PrepareResult,
     Readiness,
     Session,
@@ -182,11 +180,11 @@ def metrics() -> Call[str]:
     return Call("GET", "/metrics", _text)
 
 
-def estimate(messages: Sequence[Message], options: HistoryOptions) -> Call[Estimate]:
+def estimate(messages: Sequence[Mapping[str, Any]], options: HistoryOptions) -> Call[Estimate]:
     return Call("POST", "/estimate", _json(Estimate.parse), _body(messages=messages, **options))
 
 
-def compact(messages: Sequence[Message], options: CompactOptions) -> Call[CompactResult]:
+def compact(messages: Sequence[Mapping[str, Any]], options: CompactOptions) -> Call[CompactResult]:
     body = _body(messages=messages, **options)
     return Call("POST", "/compact", _json(CompactResult.parse), body)
 
@@ -215,7 +213,7 @@ def delete_session(session_id: str) -> Call[None]:
 
 def append_messages(
     session_id: str,
-    messages: Sequence[Message],
+    messages: Sequence[Mapping[str, Any]],
     usage: Sequence[UsageReport] | None,
     idempotency_key: str | None,
 ) -> Call[AppendResult]:

@@ -87,7 +87,7 @@ def error_from_response(response: httpx.Response) -> CompactorAPIError:
     )
 
 
-def error_from_transport(exc: httpx.TransportError, method: str, url: str) -> CompactorAPIError:
+def error_from_transport(exc: httpx.RequestError, method: str, url: str) -> CompactorAPIError:
     """No answer arrived: status 0, with the transport failure as the detail."""
     timed_out = isinstance(exc, httpx.TimeoutException)
     return CompactorAPIError(

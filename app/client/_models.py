@@ -4,102 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-Format = Literal["openai", "anthropic"]
+from app.client import _fields as f
+from app.client._fields import Format, MalformedAnswerError
+
 Message = dict[str, Any]
 """One message exactly as the wire format has it (Chat Completions or Messages API)."""
-
-
-class MalformedAnswerError(ValueError):
-    """A field of an answer is missing or has the wrong type."""
-
-
-def _field(raw: dict[str, Any], key: str, kind: type) -> Any:
-    if key not in raw:
-        raise MalformedAnswerError(f"the answer has no {key!r}")
-    value = raw[key]
-    # bool is an int in Python; a count must not be a flag.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise MalformedAnswerError(f"{key!r} is {type(value).__name__}, not as documented")
-    return value
-
-
-def _int(raw: dict[str, Any], key: str) -> int:
-    value: int = _field(raw, key, int)
-    return value
-
-
-def _opt_int(raw: dict[str, Any], key: str) -> int | None:
-    return None if raw.get(key) is None else _int(raw, key)
-
-
-def _int_or(raw: dict[str, Any], key: str, default: int) -> int:
-    return default if raw.get(key) is None else _int(raw, key)
-
-
-def _str(raw: dict[str, Any], key: str) -> str:
-    value: str = _field(raw, key, str)
-    return value
-
-
-def _opt_str(raw: dict[str, Any], key: str) -> str | None:
-    return None if raw.get(key) is None else _str(raw, key)
-
-
-def _bool(raw: dict[str, Any], key: str) -> bool:
-    value: bool = _field(raw, key, bool)
-    return value
-
-
-def _bool_or(raw: dict[str, Any], key: str, default: bool) -> bool:
-    return default if raw.get(key) is None else _bool(raw, key)
-
-
-def _object(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    value: dict[str, Any] = _field(raw, key, dict)
-    return value
-
-
-def _opt_object(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
-    return None if raw.get(key) is None else _object(raw, key)
-
-
-def _list(raw: dict[str, Any], key: str) -> list[Any]:
-    value: list[Any] = _field(raw, key, list)
-    return value
-
-
-def _objects(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    items = _list(raw, key)
-    if not all(isinstance(item, dict) for item in items):
-        raise MalformedAnswerError(f"{key!r} holds something that is not a JSON object")
-    return items
-
-
-def _system(raw: dict[str, Any]) -> str | list[dict[str, Any]] | None:
-    value = raw.get("system")
-    if value is None or isinstance(value, str | list):
-        return value
-    raise MalformedAnswerError("'system' is neither text, blocks nor null")
-
-
-def _format(raw: dict[str, Any], key: str = "format") -> Format:
-    value = _str(raw, key)
-    if value == "openai" or value == "anthropic":
-        return value
-    raise MalformedAnswerError(f"{key!r} is {value!r}, not openai or anthropic")
-
-
-def _datetime(raw: dict[str, Any], key: str) -> datetime:
-    try:
-        return datetime.fromisoformat(_str(raw, key))
-    except ValueError as exc:
-        raise MalformedAnswerError(f"{key!r} is not an ISO 8601 time") from exc
-
-
-def _raw() -> Any:
-    return field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -107,11 +18,11 @@ class Health:
     """GET /healthz: the process is up."""
 
     status: str
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Health:
-        return cls(status=_str(raw, "status"), raw=raw)
+        return cls(status=f.text(raw, "status"), raw=raw)
 
 
 @dataclass(frozen=True)
@@ -122,15 +33,15 @@ class Readiness:
     tokenizers: list[str]
     summarizer: str
     database: str
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Readiness:
         return cls(
-            status=_str(raw, "status"),
-            tokenizers=[str(name) for name in _list(raw, "tokenizers")],
-            summarizer=_str(raw, "summarizer"),
-            database=_str(raw, "database"),
+            status=f.text(raw, "status"),
+            tokenizers=[str(name) for name in f.array(raw, "tokenizers")],
+            summarizer=f.text(raw, "summarizer"),
+            database=f.text(raw, "database"),
             raw=raw,
         )
 
@@ -145,7 +56,7 @@ class Breakdown:
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Breakdown:
-        return cls(_int(raw, "system"), _int(raw, "tools"), _int(raw, "messages"))
+        return cls(f.integer(raw, "system"), f.integer(raw, "tools"), f.integer(raw, "messages"))
 
 
 @dataclass(frozen=True)
@@ -165,27 +76,27 @@ class Estimate:
     should_compact: bool
     usage_anchor_index: int | None
     estimate_floor: int
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Estimate:
-        per_message = _list(raw, "per_message")
+        per_message = f.array(raw, "per_message")
         if not all(isinstance(n, int) for n in per_message):
             raise MalformedAnswerError("'per_message' holds something that is not a count")
         return cls(
-            tokens=_int(raw, "tokens"),
-            method=_str(raw, "method"),
-            exact=_bool(raw, "exact"),
-            encoding=_str(raw, "encoding"),
-            model=_opt_str(raw, "model"),
-            breakdown=Breakdown.parse(_object(raw, "breakdown")),
+            tokens=f.integer(raw, "tokens"),
+            method=f.text(raw, "method"),
+            exact=f.flag(raw, "exact"),
+            encoding=f.text(raw, "encoding"),
+            model=f.opt_text(raw, "model"),
+            breakdown=Breakdown.parse(f.obj(raw, "breakdown")),
             per_message=per_message,
-            context_window=_int(raw, "context_window"),
-            reserve_tokens=_int(raw, "reserve_tokens"),
-            threshold=_int(raw, "threshold"),
-            should_compact=_bool(raw, "should_compact"),
-            usage_anchor_index=_opt_int(raw, "usage_anchor_index"),
-            estimate_floor=_int_or(raw, "estimate_floor", 0),
+            context_window=f.integer(raw, "context_window"),
+            reserve_tokens=f.integer(raw, "reserve_tokens"),
+            threshold=f.integer(raw, "threshold"),
+            should_compact=f.flag(raw, "should_compact"),
+            usage_anchor_index=f.opt_integer(raw, "usage_anchor_index"),
+            estimate_floor=f.integer_or(raw, "estimate_floor", 0),
             raw=raw,
         )
 
@@ -198,15 +109,15 @@ class SummarizerInfo:
     model: str
     thinking: str
     attempts: int
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> SummarizerInfo:
         return cls(
-            provider=_str(raw, "provider"),
-            model=_str(raw, "model"),
-            thinking=_str(raw, "thinking"),
-            attempts=_int(raw, "attempts"),
+            provider=f.text(raw, "provider"),
+            model=f.text(raw, "model"),
+            thinking=f.text(raw, "thinking"),
+            attempts=f.integer(raw, "attempts"),
             raw=raw,
         )
 
@@ -229,25 +140,25 @@ class CompactResult:
     tokens_after: int
     estimate_floor: int
     summarizer: SummarizerInfo | None
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> CompactResult:
-        summarizer = _opt_object(raw, "summarizer")
+        summarizer = f.opt_obj(raw, "summarizer")
         return cls(
-            compacted=_bool(raw, "compacted"),
-            reason=_opt_str(raw, "reason"),
-            format=_format(raw),
-            messages=_objects(raw, "messages"),
-            system=_system(raw),
-            tools=_objects(raw, "tools"),
-            summary=_opt_str(raw, "summary"),
-            updated_previous_summary=_bool_or(raw, "updated_previous_summary", False),
-            cut_index=_opt_int(raw, "cut_index"),
-            summarized_messages=_int(raw, "summarized_messages"),
-            tokens_before=_int(raw, "tokens_before"),
-            tokens_after=_int(raw, "tokens_after"),
-            estimate_floor=_int(raw, "estimate_floor"),
+            compacted=f.flag(raw, "compacted"),
+            reason=f.opt_text(raw, "reason"),
+            format=f.wire_format(raw),
+            messages=f.objects(raw, "messages"),
+            system=f.system(raw),
+            tools=f.objects(raw, "tools"),
+            summary=f.opt_text(raw, "summary"),
+            updated_previous_summary=f.flag_or(raw, "updated_previous_summary", False),
+            cut_index=f.opt_integer(raw, "cut_index"),
+            summarized_messages=f.integer(raw, "summarized_messages"),
+            tokens_before=f.integer(raw, "tokens_before"),
+            tokens_after=f.integer(raw, "tokens_after"),
+            estimate_floor=f.integer(raw, "estimate_floor"),
             summarizer=None if summarizer is None else SummarizerInfo.parse(summarizer),
             raw=raw,
         )
@@ -270,19 +181,19 @@ class SystemPrompt:
     sources: list[SystemPromptSource]
     tokens: int
     encoding: str
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> SystemPrompt:
         sources = [
-            SystemPromptSource(_str(s, "kind"), _opt_str(s, "path"), _int(s, "tokens"))
-            for s in _objects(raw, "sources")
+            SystemPromptSource(f.text(s, "kind"), f.opt_text(s, "path"), f.integer(s, "tokens"))
+            for s in f.objects(raw, "sources")
         ]
         return cls(
-            system=_str(raw, "system"),
+            system=f.text(raw, "system"),
             sources=sources,
-            tokens=_int(raw, "tokens"),
-            encoding=_str(raw, "encoding"),
+            tokens=f.integer(raw, "tokens"),
+            encoding=f.text(raw, "encoding"),
             raw=raw,
         )
 
@@ -305,25 +216,25 @@ class Session:
     message_count: int
     compaction_count: int
     created_at: datetime
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Session:
         return cls(
-            id=_str(raw, "id"),
-            model=_opt_str(raw, "model"),
-            format=None if raw.get("format") is None else _format(raw),
-            system=_system(raw),
-            tools=_objects(raw, "tools"),
-            context_window=_opt_int(raw, "context_window"),
-            reserve_tokens=_opt_int(raw, "reserve_tokens"),
-            trigger_tokens=_opt_int(raw, "trigger_tokens"),
-            keep_recent_tokens=_opt_int(raw, "keep_recent_tokens"),
-            thinking=_opt_str(raw, "thinking"),
-            metadata=_object(raw, "metadata"),
-            message_count=_int(raw, "message_count"),
-            compaction_count=_int(raw, "compaction_count"),
-            created_at=_datetime(raw, "created_at"),
+            id=f.text(raw, "id"),
+            model=f.opt_text(raw, "model"),
+            format=None if raw.get("format") is None else f.wire_format(raw),
+            system=f.system(raw),
+            tools=f.objects(raw, "tools"),
+            context_window=f.opt_integer(raw, "context_window"),
+            reserve_tokens=f.opt_integer(raw, "reserve_tokens"),
+            trigger_tokens=f.opt_integer(raw, "trigger_tokens"),
+            keep_recent_tokens=f.opt_integer(raw, "keep_recent_tokens"),
+            thinking=f.opt_text(raw, "thinking"),
+            metadata=f.obj(raw, "metadata"),
+            message_count=f.integer(raw, "message_count"),
+            compaction_count=f.integer(raw, "compaction_count"),
+            created_at=f.timestamp(raw, "created_at"),
             raw=raw,
         )
 
@@ -336,15 +247,15 @@ class SessionPage:
     total: int
     offset: int
     limit: int
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> SessionPage:
         return cls(
-            sessions=[Session.parse(s) for s in _objects(raw, "sessions")],
-            total=_int(raw, "total"),
-            offset=_int(raw, "offset"),
-            limit=_int(raw, "limit"),
+            sessions=[Session.parse(s) for s in f.objects(raw, "sessions")],
+            total=f.integer(raw, "total"),
+            offset=f.integer(raw, "offset"),
+            limit=f.integer(raw, "limit"),
             raw=raw,
         )
 
@@ -356,14 +267,14 @@ class AppendResult:
     appended: int
     first_seq: int | None
     last_seq: int | None
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> AppendResult:
         return cls(
-            appended=_int(raw, "appended"),
-            first_seq=_opt_int(raw, "first_seq"),
-            last_seq=_opt_int(raw, "last_seq"),
+            appended=f.integer(raw, "appended"),
+            first_seq=f.opt_integer(raw, "first_seq"),
+            last_seq=f.opt_integer(raw, "last_seq"),
             raw=raw,
         )
 
@@ -376,15 +287,15 @@ class Transcript:
     total: int
     offset: int
     limit: int
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Transcript:
         return cls(
-            messages=_objects(raw, "messages"),
-            total=_int(raw, "total"),
-            offset=_int(raw, "offset"),
-            limit=_int(raw, "limit"),
+            messages=f.objects(raw, "messages"),
+            total=f.integer(raw, "total"),
+            offset=f.integer(raw, "offset"),
+            limit=f.integer(raw, "limit"),
             raw=raw,
         )
 
@@ -398,16 +309,16 @@ class Context:
     tools: list[dict[str, Any]]
     messages: list[Message]
     estimate: Estimate
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Context:
         return cls(
-            format=_format(raw),
-            system=_system(raw),
-            tools=_objects(raw, "tools"),
-            messages=_objects(raw, "messages"),
-            estimate=Estimate.parse(_object(raw, "estimate")),
+            format=f.wire_format(raw),
+            system=f.system(raw),
+            tools=f.objects(raw, "tools"),
+            messages=f.objects(raw, "messages"),
+            estimate=Estimate.parse(f.obj(raw, "estimate")),
             raw=raw,
         )
 
@@ -426,21 +337,21 @@ class CompactionRecord:
     summarizer: SummarizerInfo
     instructions: str | None
     previous_id: str | None
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> CompactionRecord:
         return cls(
-            id=_str(raw, "id"),
-            created_at=_datetime(raw, "created_at"),
-            trigger=_str(raw, "trigger"),
-            summary=_str(raw, "summary"),
-            first_kept_seq=_int(raw, "first_kept_seq"),
-            tokens_before=_int(raw, "tokens_before"),
-            tokens_after=_int(raw, "tokens_after"),
-            summarizer=SummarizerInfo.parse(_object(raw, "summarizer")),
-            instructions=_opt_str(raw, "instructions"),
-            previous_id=_opt_str(raw, "previous_id"),
+            id=f.text(raw, "id"),
+            created_at=f.timestamp(raw, "created_at"),
+            trigger=f.text(raw, "trigger"),
+            summary=f.text(raw, "summary"),
+            first_kept_seq=f.integer(raw, "first_kept_seq"),
+            tokens_before=f.integer(raw, "tokens_before"),
+            tokens_after=f.integer(raw, "tokens_after"),
+            summarizer=SummarizerInfo.parse(f.obj(raw, "summarizer")),
+            instructions=f.opt_text(raw, "instructions"),
+            previous_id=f.opt_text(raw, "previous_id"),
             raw=raw,
         )
 
@@ -453,20 +364,20 @@ class PrepareResult:
     reason: str | None
     compaction: CompactionRecord | None
     context: Context
-    raw: dict[str, Any] = _raw()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> PrepareResult:
-        compaction = _opt_object(raw, "compaction")
+        compaction = f.opt_obj(raw, "compaction")
         return cls(
-            compacted=_bool(raw, "compacted"),
-            reason=_opt_str(raw, "reason"),
+            compacted=f.flag(raw, "compacted"),
+            reason=f.opt_text(raw, "reason"),
             compaction=None if compaction is None else CompactionRecord.parse(compaction),
-            context=Context.parse(_object(raw, "context")),
+            context=Context.parse(f.obj(raw, "context")),
             raw=raw,
         )
 
 
 def parse_compactions(raw: dict[str, Any]) -> list[CompactionRecord]:
     """GET /sessions/{id}/compactions, oldest first."""
-    return [CompactionRecord.parse(c) for c in _objects(raw, "compactions")]
+    return [CompactionRecord.parse(c) for c in f.objects(raw, "compactions")]

@@ -153,8 +153,17 @@ async def summarize_with_retry(
                 model=info.model,
             )
         level = lowest
+        discarded = result.usage
         result = await summarizer.summarize(replace(request, thinking=lowest))
         attempts = 2
+        # The truncated attempt was paid for too: report what both cost.
+        result = replace(
+            result,
+            usage=SummaryUsage(
+                discarded.input_tokens + result.usage.input_tokens,
+                discarded.output_tokens + result.usage.output_tokens,
+            ),
+        )
         if result.truncated:
             raise SummaryTruncatedError(
                 f"summary hit the output limit of {request.max_output_tokens} tokens again "

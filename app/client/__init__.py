@@ -1,0 +1,114 @@
+"""Python client of the context-compactor HTTP API (sync and async), on httpx alone.
+
+    from app.client import CompactorClient, CompactorAPIError
+
+    with CompactorClient("http://127.0.0.1:8000", api_key="...") as compactor:
+        session = compactor.create_session(model="gpt-4o", system="You are a coding agent.")
+        compactor.append_messages(session.id, [{"role": "user", "content": "Fix the bug"}])
+        prepared = compactor.prepare(session.id)  # before every model call
+        send_to_model(prepared.context.system, prepared.context.messages)
+
+`AsyncCompactorClient` has the same methods as coroutines (`aclose`, `async with`).
+Every answer is a frozen dataclass (`Estimate`, `CompactResult`, `Session`,
+`AppendResult`, `Context`, `PrepareResult`, ...) whose `raw` attribute is the JSON object
+the service sent, so fields this client does not know yet stay reachable.
+
+Errors: every failure raises `CompactorAPIError`, and nothing else does (apart from
+`ValueError` for an empty session id, a programming mistake):
+
+- a non-2xx answer: `status` is the HTTP status; `type`, `title` and `detail` are the RFC
+  9457 problem details the service sends (for example 404 `Session not found`, 409
+  `Nothing to compact`, 422 `Invalid request` with the offending fields in
+  `body["errors"]`, 401 `Unauthorized`). A non-JSON answer (a proxy's error page) keeps
+  its reason phrase as `title` and the start of its text as `detail`; `body` is `{}`.
+- no answer at all (connection refused, timeout, dropped connection): `status` is 0,
+  `type` is `TRANSPORT_ERROR` or `TIMEOUT_ERROR`, and the httpx exception is the
+  `__cause__`.
+- a 2xx answer that does not match the API contract: `type` is `UNEXPECTED_RESPONSE`.
+
+The client never retries on its own: whether a request may be repeated is the caller's
+call (appends are safe to repeat with the same `idempotency_key`).
+
+It imports only httpx and the standard library, so an agent can use it without the
+service's dependencies.
+"""
+
+from app.client._async import AsyncCompactorClient
+from app.client._endpoints import (
+    CompactOptions,
+    CompactReason,
+    HistoryOptions,
+    PromptFile,
+    SessionOptions,
+    Skill,
+    Subagent,
+    SystemPromptOptions,
+    ThinkingLevel,
+    TokenizerName,
+    UsageReport,
+)
+from app.client._errors import (
+    TIMEOUT_ERROR,
+    TRANSPORT_ERROR,
+    UNEXPECTED_RESPONSE,
+    CompactorAPIError,
+)
+from app.client._fields import Format
+from app.client._models import (
+    AppendResult,
+    Breakdown,
+    CompactionRecord,
+    CompactResult,
+    Context,
+    Estimate,
+    Health,
+    Message,
+    PrepareResult,
+    Readiness,
+    Session,
+    SessionPage,
+    SummarizerInfo,
+    SystemPrompt,
+    SystemPromptSource,
+    Transcript,
+)
+from app.client._sync import CompactorClient
+from app.client._transport import DEFAULT_TIMEOUT
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "TIMEOUT_ERROR",
+    "TRANSPORT_ERROR",
+    "UNEXPECTED_RESPONSE",
+    "AppendResult",
+    "AsyncCompactorClient",
+    "Breakdown",
+    "CompactOptions",
+    "CompactReason",
+    "CompactResult",
+    "CompactionRecord",
+    "CompactorAPIError",
+    "CompactorClient",
+    "Context",
+    "Estimate",
+    "Format",
+    "Health",
+    "HistoryOptions",
+    "Message",
+    "PrepareResult",
+    "PromptFile",
+    "Readiness",
+    "Session",
+    "SessionOptions",
+    "SessionPage",
+    "Skill",
+    "Subagent",
+    "SummarizerInfo",
+    "SystemPrompt",
+    "SystemPromptOptions",
+    "SystemPromptSource",
+    "ThinkingLevel",
+    "TokenizerName",
+    "Transcript",
+    "UsageReport",
+]

@@ -1,0 +1,182 @@
+"""The asyncio client (same methods as CompactorClient, awaited)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar, Unpack
+
+import httpx
+
+from app.client import _endpoints as api
+from app.client._endpoints import (
+    CompactOptions,
+    CompactReason,
+    HistoryOptions,
+    SessionOptions,
+    SystemPromptOptions,
+    ThinkingLevel,
+    UsageReport,
+)
+from app.client._errors import error_from_transport
+from app.client._models import (
+    AppendResult,
+    CompactionRecord,
+    CompactResult,
+    Context,
+    Estimate,
+    Health,
+    PrepareResult,
+    Readiness,
+    Session,
+    SessionPage,
+    SystemPrompt,
+    Transcript,
+)
+from app.client._transport import DEFAULT_TIMEOUT, TimeoutTypes, request_headers
+
+T = TypeVar("T")
+
+
+class AsyncCompactorClient:
+    """Async client of a context-compactor service; every failure is CompactorAPIError."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: TimeoutTypes = DEFAULT_TIMEOUT,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Close the connection pool (an injected httpx.AsyncClient stays open)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncCompactorClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncCompactorClient(base_url={self.base_url!r})"
+
+    async def _send(self, call: api.Call[T]) -> T:
+        url = self.base_url + call.path
+        try:
+            response = await self._http.request(
+                call.method,
+                url,
+                json=call.json,
+                params=call.params,
+                headers=request_headers(self._api_key, call.headers),
+                timeout=self._timeout,
+            )
+        except httpx.RequestError as exc:
+            raise error_from_transport(exc, call.method, url) from exc
+        return call.finish(response)
+
+    # -- service -----------------------------------------------------------------------
+
+    async def healthz(self) -> Health:
+        """GET /healthz: the process is up."""
+        return await self._send(api.healthz())
+
+    async def readyz(self) -> Readiness:
+        """GET /readyz: tokenizers and database ready (503 → CompactorAPIError)."""
+        return await self._send(api.readyz())
+
+    async def metrics(self) -> str:
+        """GET /metrics: Prometheus text."""
+        return await self._send(api.metrics())
+
+    # -- stateless ---------------------------------------------------------------------
+
+    async def estimate(
+        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[HistoryOptions]
+    ) -> Estimate:
+        """POST /estimate: count a history's tokens and say whether to compact."""
+        return await self._send(api.estimate(messages, options))
+
+    async def compact(
+        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[CompactOptions]
+    ) -> CompactResult:
+        """POST /compact: fold the older part of a history into one summary message."""
+        return await self._send(api.compact(messages, options))
+
+    async def assemble_system_prompt(
+        self, cwd: str, **options: Unpack[SystemPromptOptions]
+    ) -> SystemPrompt:
+        """POST /context/system: assemble the system prompt for an agent working in `cwd`."""
+        return await self._send(api.assemble_system_prompt(cwd, options))
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def create_session(self, **options: Unpack[SessionOptions]) -> Session:
+        """POST /sessions: a new session with its model, format, system, tools, settings."""
+        return await self._send(api.create_session(options))
+
+    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> SessionPage:
+        """GET /sessions: the caller's sessions, newest first."""
+        return await self._send(api.list_sessions(offset, limit))
+
+    async def get_session(self, session_id: str) -> Session:
+        """GET /sessions/{id}."""
+        return await self._send(api.get_session(session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        """DELETE /sessions/{id}, with its transcript and compactions."""
+        await self._send(api.delete_session(session_id))
+
+    async def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        usage: Sequence[UsageReport] | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """POST /sessions/{id}/messages; a repeated `idempotency_key` appends nothing."""
+        return await self._send(api.append_messages(session_id, messages, usage, idempotency_key))
+
+    async def transcript(
+        self, session_id: str, *, offset: int = 0, limit: int = 1000
+    ) -> Transcript:
+        """GET /sessions/{id}/transcript: the original messages, as received."""
+        return await self._send(api.transcript(session_id, offset, limit))
+
+    async def context(self, session_id: str) -> Context:
+        """GET /sessions/{id}/context: what to send now, with its estimate."""
+        return await self._send(api.context(session_id))
+
+    async def prepare(self, session_id: str) -> PrepareResult:
+        """POST /sessions/{id}/prepare: the before-turn hook (compacts when over threshold)."""
+        return await self._send(api.prepare(session_id))
+
+    async def compact_session(
+        self,
+        session_id: str,
+        *,
+        reason: CompactReason = "manual",
+        instructions: str | None = None,
+        thinking: ThinkingLevel | None = None,
+    ) -> PrepareResult:
+        """POST /sessions/{id}/compact: compact now; 409 when there is nothing to compact."""
+        return await self._send(api.compact_session(session_id, reason, instructions, thinking))
+
+    async def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """GET /sessions/{id}/compactions: every compaction record, oldest first."""
+        return await self._send(api.compactions(session_id))

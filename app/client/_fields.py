@@ -1,0 +1,97 @@
+"""Checked reads of JSON answer fields: a missing or mistyped field is an error, not a None."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+Format = Literal["openai", "anthropic"]
+
+
+class MalformedAnswerError(ValueError):
+    """A field of an answer is missing or has the wrong type."""
+
+
+def _checked(raw: dict[str, Any], key: str, kind: type) -> Any:
+    if key not in raw:
+        raise MalformedAnswerError(f"the answer has no {key!r}")
+    value = raw[key]
+    # bool is an int in Python; a count must not be a flag.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise MalformedAnswerError(f"{key!r} is {type(value).__name__}, not as documented")
+    return value
+
+
+def integer(raw: dict[str, Any], key: str) -> int:
+    value: int = _checked(raw, key, int)
+    return value
+
+
+def opt_integer(raw: dict[str, Any], key: str) -> int | None:
+    return None if raw.get(key) is None else integer(raw, key)
+
+
+def integer_or(raw: dict[str, Any], key: str, default: int) -> int:
+    return default if raw.get(key) is None else integer(raw, key)
+
+
+def text(raw: dict[str, Any], key: str) -> str:
+    value: str = _checked(raw, key, str)
+    return value
+
+
+def opt_text(raw: dict[str, Any], key: str) -> str | None:
+    return None if raw.get(key) is None else text(raw, key)
+
+
+def flag(raw: dict[str, Any], key: str) -> bool:
+    value: bool = _checked(raw, key, bool)
+    return value
+
+
+def flag_or(raw: dict[str, Any], key: str, default: bool) -> bool:
+    return default if raw.get(key) is None else flag(raw, key)
+
+
+def obj(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value: dict[str, Any] = _checked(raw, key, dict)
+    return value
+
+
+def opt_obj(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
+    return None if raw.get(key) is None else obj(raw, key)
+
+
+def array(raw: dict[str, Any], key: str) -> list[Any]:
+    value: list[Any] = _checked(raw, key, list)
+    return value
+
+
+def objects(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = array(raw, key)
+    if not all(isinstance(item, dict) for item in items):
+        raise MalformedAnswerError(f"{key!r} holds something that is not a JSON object")
+    return items
+
+
+def system(raw: dict[str, Any]) -> str | list[dict[str, Any]] | None:
+    value = raw.get("system")
+    if value is None or isinstance(value, str | list):
+        return value
+    raise MalformedAnswerError("'system' is neither text, blocks nor null")
+
+
+def wire_format(raw: dict[str, Any], key: str = "format") -> Format:
+    value = text(raw, key)
+    if value == "openai":
+        return "openai"
+    if value == "anthropic":
+        return "anthropic"
+    raise MalformedAnswerError(f"{key!r} is {value!r}, not openai or anthropic")
+
+
+def timestamp(raw: dict[str, Any], key: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text(raw, key))
+    except ValueError as exc:
+        raise MalformedAnswerError(f"{key!r} is not an ISO 8601 time") from exc
