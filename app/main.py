@@ -12,6 +12,7 @@ from app import __version__
 from app.api.auth import current_tenant, parse_api_keys
 from app.api.limits import BodySizeLimit
 from app.api.observability import Metrics, RequestObservation
+from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.routes import health, history, metrics, sessions, system_prompt
 from app.api.state import AppState
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     )
     app.state.compactor = state
     install_problem_handlers(app)
+    install_problem_openapi(app)
     app.include_router(health.router)
     authenticated = [Depends(current_tenant)]
     app.include_router(history.router, dependencies=authenticated)

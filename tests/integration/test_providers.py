@@ -298,7 +298,7 @@ def test_truncated_then_ok_retries_once_at_the_lowest_level(
     assert second["messages"] == first["messages"] and second["system"] == first["system"]
     summarizer = response.json()["summarizer"]
     assert (summarizer["attempts"], summarizer["thinking"]) == (2, "off")
-    assert summarizer["input_tokens"] == 1200  # usage of the attempt that was kept
+    assert summarizer["input_tokens"] == 2 * 1200  # both attempts were paid for
     assert "PARTIAL-SUMMARY" not in response.text
 
 
