@@ -28,6 +28,7 @@ def serve(
     import uvicorn
 
     from app.api.observability import json_log_config
+    from app.serving import NoDelayH11Protocol
     from app.settings import Settings
 
     settings = Settings()
@@ -52,6 +53,7 @@ def serve(
         log_level=log_level,
         log_config=json_log_config(log_level),
         access_log=False,
+        http=NoDelayH11Protocol,
     )
 
 

@@ -1,18 +1,25 @@
 """Load benchmark: concurrent clients on loopback against `/estimate` and the session flow
 (append + prepare), with 1 and 2 uvicorn workers.
 
-Each worker count runs `compactor serve --workers N` as a subprocess on 127.0.0.1 with a
-temporary SQLite database, waits for /readyz, then drives it with an asyncio +
-httpx.AsyncClient load generator: C concurrent clients for S seconds per scenario (after a
-short warm-up), bounded by a request cap. It prints requests per second, p50 and p99
-latency and the error count (which must be zero), and, as the baseline measured in the same
-run, each scenario's throughput as a fraction of `/healthz` (the floor cost of one HTTP
-round trip through the same stack) plus the 2-worker / 1-worker scaling.
+Each configuration runs the server as a subprocess on 127.0.0.1 with a temporary SQLite
+database (`compactor serve --workers N`), waits for /readyz, then drives it with an
+asyncio + httpx.AsyncClient load generator: C concurrent clients for S seconds per
+scenario (after a short warm-up), bounded by a request cap. It prints requests per second,
+p50 and p99 latency and the error count (which must be zero), and, as the baseline measured
+in the same run, each scenario's throughput as a fraction of `/healthz` (the floor cost of
+one HTTP round trip through the same stack) plus the 2-worker / 1-worker scaling.
+
+`compactor serve` runs uvicorn with an HTTP protocol that turns Nagle's algorithm off on
+each connection (app/serving.py): uvicorn's multi-worker path binds its listening socket
+itself, so asyncio never sets TCP_NODELAY on accepted connections and, on Linux, every
+keep-alive response after the first waits ~40 ms for the client's delayed ACK
+(Kludex/uvicorn#3149). A third configuration, `2 workers, plain uvicorn`, runs the same
+app without that protocol, to show what the fix is worth.
 
 The load generator shares the machine with the server: on a 2-core machine it competes
 with the workers for CPU, so read the numbers as relative, not as capacity.
 
-Run: .venv/bin/python bench/load.py [--seconds 10] [--clients 8] [--workers 1 2]
+Run: .venv/bin/python bench/load.py [--seconds 10] [--clients 8]
 """
 
 from __future__ import annotations
@@ -46,6 +53,25 @@ WARMUP_SECONDS = 1.0
 JSON = {"content-type": "application/json"}
 
 
+@dataclass(frozen=True)
+class ServerConfig:
+    """How to start the server under test (the port and host are added)."""
+
+    label: str
+    command: tuple[str, ...]
+
+
+CONFIGS = (
+    ServerConfig("1 worker", ("-m", "app.cli", "serve", "--workers", "1")),
+    ServerConfig("2 workers", ("-m", "app.cli", "serve", "--workers", "2")),
+    # Plain uvicorn without the serve command's TCP_NODELAY protocol, for comparison.
+    ServerConfig(
+        "2 workers, plain uvicorn",
+        ("-m", "uvicorn", "--factory", "app.main:create_app", "--workers", "2"),
+    ),
+)
+
+
 @dataclass
 class Sample:
     latencies: list[float] = field(default_factory=list)
@@ -61,7 +87,7 @@ class Sample:
 @dataclass(frozen=True)
 class Result:
     scenario: str
-    workers: int
+    config: str
     requests: int
     errors: int
     seconds: float
@@ -158,12 +184,12 @@ async def drive(
     return sample, elapsed
 
 
-def summarize(scenario: str, workers: int, sample: Sample, elapsed: float) -> Result:
+def summarize(scenario: str, config: str, sample: Sample, elapsed: float) -> Result:
     latencies = sorted(sample.latencies) or [0.0]
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
     return Result(
         scenario=scenario,
-        workers=workers,
+        config=config,
         requests=len(sample.latencies) + sample.errors,
         errors=sample.errors,
         seconds=elapsed,
@@ -181,10 +207,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def compactor_server(workers: int, workdir: Path) -> Iterator[str]:
-    """`compactor serve --workers N` on 127.0.0.1 with its own SQLite file; yields its URL."""
+def compactor_server(config: ServerConfig, workdir: Path) -> Iterator[str]:
+    """The server on 127.0.0.1 with its own SQLite file; yields its URL."""
+    slug = config.label.replace(" ", "-").replace("+", "")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPACTOR_")}
-    env["COMPACTOR_DATABASE_URL"] = f"sqlite:///{workdir / f'load-{workers}.db'}"
+    env["COMPACTOR_DATABASE_URL"] = f"sqlite:///{workdir / f'load-{slug}.db'}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     # Migrate once up front, so the workers do not race to do it at start.
     subprocess.run(
         [sys.executable, "-m", "app.cli", "migrate"],
@@ -196,9 +224,9 @@ def compactor_server(workers: int, workdir: Path) -> Iterator[str]:
     )
     env["COMPACTOR_AUTO_MIGRATE"] = "false"
     port = _free_port()
-    log_path = workdir / f"serve-{workers}.log"
-    command = [sys.executable, "-m", "app.cli", "serve", "--host", HOST, "--port", str(port)]
-    command += ["--workers", str(workers), "--log-level", "warning"]
+    log_path = workdir / f"serve-{slug}.log"
+    command = [sys.executable, *config.command, "--host", HOST, "--port", str(port)]
+    command += ["--log-level", "warning"]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=log)
     url = f"http://{HOST}:{port}"
@@ -228,33 +256,33 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> N
     raise RuntimeError(f"the server was not ready in 60 s:\n{log_path.read_text()[-2000:]}")
 
 
-def run(worker_counts: list[int], clients: int, seconds: float) -> list[Result]:
+def run(configs: tuple[ServerConfig, ...], clients: int, seconds: float) -> list[Result]:
     doc = json.loads(TRANSCRIPT.read_text(encoding="utf-8"))
     messages, model = doc["messages"], doc.get("model") or "gpt-4o"
     estimate_body = json.dumps({"messages": messages, "model": model}).encode()
     scenarios: list[tuple[str, Operation]] = [
         ("GET /healthz (baseline)", healthz),
         (f"POST /estimate ({len(messages)} msgs)", estimate_operation(estimate_body)),
-        ("session: append + prepare", session_flow_operation(messages, model)),
+        ("session turn (2 requests)", session_flow_operation(messages, model)),
     ]
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="compactor-load-") as tmp:
-        for workers in worker_counts:
-            with compactor_server(workers, Path(tmp)) as url:
+        for config in configs:
+            with compactor_server(config, Path(tmp)) as url:
                 for name, operation in scenarios:
                     sample, elapsed = asyncio.run(drive(url, operation, clients, seconds))
-                    result = summarize(name, workers, sample, elapsed)
+                    result = summarize(name, config.label, sample, elapsed)
                     results.append(result)
-                    print(_row(result, _baseline(results, workers)), flush=True)
+                    print(_row(result, _baseline(results, config.label)), flush=True)
     return results
 
 
-def _baseline(results: list[Result], workers: int) -> Result | None:
-    return next((r for r in results if r.workers == workers and "baseline" in r.scenario), None)
+def _baseline(results: list[Result], config: str) -> Result | None:
+    return next((r for r in results if r.config == config and "baseline" in r.scenario), None)
 
 
 HEADER = (
-    f"{'scenario':<30} {'workers':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+    f"{'scenario':<27} {'server':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
     f"{'errors':>6} {'vs healthz':>10}"
 )
 
@@ -262,7 +290,7 @@ HEADER = (
 def _row(r: Result, baseline: Result | None) -> str:
     ratio = f"{r.rps / baseline.rps:9.3f}x" if baseline is not None else f"{'—':>10}"
     return (
-        f"{r.scenario:<30} {r.workers:>7} {r.rps:9.1f} {r.p50 * 1000:8.2f} "
+        f"{r.scenario:<27} {r.config:<18} {r.rps:8.1f} {r.p50 * 1000:8.2f} "
         f"{r.p99 * 1000:8.2f} {r.errors:>6} {ratio}"
     )
 
@@ -271,7 +299,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Load benchmark on 127.0.0.1.")
     parser.add_argument("--seconds", type=float, default=10.0, help="per scenario")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     seconds = min(max(args.seconds, 1.0), MAX_SECONDS)
     clients = min(max(args.clients, 1), MAX_CLIENTS)
@@ -279,17 +306,18 @@ def main() -> int:
         f"load: {clients} concurrent clients, {seconds:g} s per scenario after "
         f"{WARMUP_SECONDS:g} s warm-up, cpu count {os.cpu_count()}, SQLite, loopback"
     )
+    print("a session turn is append one message + prepare; its req/s counts turns")
     print(HEADER)
-    results = run(args.workers, clients, seconds)
-    by_key = {(r.scenario, r.workers): r for r in results}
-    if 1 in args.workers and 2 in args.workers:
-        print("\nscaling, 2 workers / 1 worker (throughput):")
-        for scenario in dict.fromkeys(r.scenario for r in results):
-            one, two = by_key[(scenario, 1)], by_key[(scenario, 2)]
-            print(f"  {scenario:<30} {two.rps / one.rps:6.2f}x")
+    results = run(CONFIGS, clients, seconds)
+    by_key = {(r.scenario, r.config): r for r in results}
+    print(f"\nscaling against 1 worker (throughput): {'2 workers':>10} {'plain':>10}")
+    for scenario in dict.fromkeys(r.scenario for r in results):
+        one = by_key[(scenario, CONFIGS[0].label)].rps
+        ratios = [by_key[(scenario, c.label)].rps / one for c in CONFIGS[1:]]
+        print(f"  {scenario:<37} " + " ".join(f"{ratio:9.2f}x" for ratio in ratios))
     failed = [r for r in results if r.errors]
     for r in failed:
-        print(f"ERRORS in {r.scenario} ({r.workers} workers): {r.errors}; first: {r.first_error}")
+        print(f"ERRORS in {r.scenario} ({r.config}): {r.errors}; first: {r.first_error}")
     return 1 if failed else 0
 
 

@@ -45,6 +45,9 @@ def parse_message(raw: Any, where: str) -> Message:
     if name is not None:
         expect_str(name, f"{where}.name")
     content = raw.get("content")
+    if content is None and role is not Role.ASSISTANT:
+        # Only assistant messages may omit content (beside tool_calls or a refusal).
+        raise fail(f"{where}.content", f"a {role_name} message needs content")
     if role is Role.TOOL:
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:

@@ -120,3 +120,11 @@ def test_anthropic_blocks_in_an_openai_history_are_refused_with_a_hint() -> None
     raw = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x"}]}
     with pytest.raises(InvalidHistoryError, match="send format=anthropic"):
         openai.parse_message(raw, "messages[0]")
+
+
+@pytest.mark.parametrize("role", ["user", "system", "tool"])
+def test_only_assistant_messages_may_omit_content(role: str) -> None:
+    raw: dict[str, Any] = {"role": role, "tool_call_id": "t"} if role == "tool" else {"role": role}
+    with pytest.raises(InvalidHistoryError, match="needs content"):
+        openai.parse_message(raw, "messages[0]")
+    assert openai.parse_message({"role": "assistant", "content": None}, "m").blocks == ()
