@@ -66,8 +66,8 @@ def bench_format(fmt: str, path: Path, state: Any, litellm_count: Any) -> None:
     print(f"\n{fmt}: {path.name} — {len(messages)} messages, {tokens:,} tokens estimated")
     print(f"  (the raw JSON text is {encoding.count(file_text):,} o200k tokens)")
 
-    raw_texts = measure(lambda: encoding._count_sequential(texts))
-    raw_json = measure(lambda: encoding.count(file_text))
+    raw_texts = measure(lambda: [encoding.reference_count(t) for t in texts])
+    raw_json = measure(lambda: encoding.reference_count(file_text))
     cold = measure(lambda: fresh().count(history))
     _row("raw tiktoken, same texts one by one (baseline)", ms(raw_texts))
     _row("raw tiktoken, whole JSON text (baseline)", ms(raw_json))

@@ -4,7 +4,6 @@ megabyte-sized histories this service receives)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -15,15 +14,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 # A run of 19+ digits may be an integer beyond 64 bits, which orjson would turn into a
-# float; such bodies go to the standard parser, which keeps every integer exact.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+# float; such bodies go to the standard parser, which keeps every integer exact. Mapping
+# every digit to "0" and searching for 19 zeros is a C-speed scan (a regex took ~4 ms on
+# a 600 KB history).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def may_hold_big_integers(body: bytes) -> bool:
+    return _LONG_DIGIT_RUN in body.translate(_DIGITS_AS_ZERO)
 
 
 class OrjsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            if _LONG_DIGITS.search(body):
+            if may_hold_big_integers(body):
                 self._json = json.loads(body)
             else:
                 try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,9 +76,15 @@ class CountedHistory:
         return REPLY_PRIMING if self.format == OPENAI else 0
 
 
-def content_digest(value: Any, where: str = "body") -> bytes:
-    """A short hash of a JSON value's serialized form."""
-    return hashlib.blake2b(json_bytes(value, where), digest_size=16).digest()
+def content_digest(value: Any, where: str = "body") -> tuple[int, int]:
+    """An in-process cache key for a JSON value: its serialized length and SipHash.
+
+    Keys never leave the process, so a keyed 64-bit hash (plus the length) is enough: a
+    collision among the cache's entries is about as likely as 1 in 10^9, and it costs a
+    fraction of a cryptographic digest on the re-estimate path, where hashing dominates.
+    """
+    data = json_bytes(value, where)
+    return len(data), hash(data)
 
 
 class EstimationService:

@@ -61,3 +61,32 @@ def test_a_tampered_ranks_file_is_refused(tmp_path: Path) -> None:
 def test_a_missing_ranks_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RanksFileError, match="cannot read"):
         load_ranks(ENCODINGS["o200k_base"], tmp_path / "absent.tiktoken.gz")
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_fast_counter_agrees_with_tiktoken_on_real_transcript_texts(name: str) -> None:
+    from app.engine.accounting import CountingRules, message_cost_parts
+    from app.formats import anthropic
+    from app.tokenizers.bpe import TokenizerRegistry
+    from tests.conftest import BIG_ANTHROPIC, load_json
+
+    tokenizer = TokenizerRegistry().get(name)
+    assert getattr(tokenizer, "uses_fast_counter", False), "bpe-openai counter not in use"
+    conversation = anthropic.parse(load_json(BIG_ANTHROPIC)["messages"])
+    rules = CountingRules(format="anthropic")
+    texts = [t for m in conversation.messages for t in message_cost_parts(m, rules)[1]]
+    mismatches = [
+        t[:80]
+        for t in texts
+        if tokenizer.count(t) != tokenizer.reference_count(t)  # type: ignore[union-attr]
+    ]
+    assert mismatches == []
+
+
+def test_without_the_fast_counter_counts_are_the_same() -> None:
+    from app.tokenizers.bpe import PROBES, TokenizerRegistry
+
+    fast = TokenizerRegistry().get("o200k_base")
+    plain = TokenizerRegistry(use_fast_counter=False).get("o200k_base")
+    assert not getattr(plain, "uses_fast_counter", True)
+    assert [fast.count(p) for p in PROBES] == [plain.count(p) for p in PROBES]
