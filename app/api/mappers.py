@@ -10,6 +10,7 @@ from app.api.schemas import (
     HistoryIn,
     SummarizerOut,
 )
+from app.api.strategy_mappers import clear_settings, cleared_out, restored_out
 from app.engine.estimate import UsageReport
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
@@ -34,7 +35,14 @@ def history_input(body: HistoryIn) -> HistoryInput:
 
 
 def compact_options(body: CompactIn) -> CompactOptions:
-    return CompactOptions(force=body.force, instructions=body.instructions, thinking=body.thinking)
+    return CompactOptions(
+        force=body.force,
+        instructions=body.instructions,
+        thinking=body.thinking,
+        strategy=body.strategy,
+        clear=clear_settings(body.clear),
+        pinned=tuple(body.pinned),
+    )
 
 
 def estimate_out(counted: CountedHistory) -> EstimateOut:
@@ -67,6 +75,7 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
         "tools": body.tools,
         "tokens_before": outcome.tokens_before,
         "threshold": counted.threshold,
+        "strategy": body.strategy,
     }
     if not outcome.compacted:
         return CompactOut(
@@ -77,27 +86,38 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
             estimate_floor=body.estimate_floor,
             **common,
         )
-    plan, summary, summarizer = outcome.plan, outcome.summary, outcome.summarizer
-    assert plan is not None and summary is not None and summarizer is not None
     assert outcome.messages is not None and outcome.tokens_after is not None
-    info = summarizer.info
-    return CompactOut(
+    out = CompactOut(
         compacted=True,
         messages=outcome.messages,
-        summary=summary.summary,
-        updated_previous_summary=plan.previous_summary is not None,
-        cut_index=plan.cut_index,
-        summarized_messages=len(plan.to_summarize),
         tokens_after=outcome.tokens_after,
         estimate_floor=len(outcome.messages),
-        summarizer=SummarizerOut(
-            provider=info.provider,
-            model=info.model,
-            thinking=summary.thinking,
-            attempts=summary.attempts,
-            chunks=summary.chunks,
-            input_tokens=summary.usage.input_tokens,
-            output_tokens=summary.usage.output_tokens,
-        ),
+        applied=list(outcome.applied),
+        cleared_tool_uses=cleared_out(outcome.cleared),
+        tokens_cleared=sum(c.tokens_saved for c in outcome.cleared),
         **common,
+    )
+    plan, summary, summarizer = outcome.plan, outcome.summary, outcome.summarizer
+    if plan is None or summary is None or summarizer is None:
+        return out  # tool results cleared, nothing summarized
+    info = summarizer.info
+    finished = outcome.finished
+    return out.model_copy(
+        update={
+            "summary": summary.summary,
+            "updated_previous_summary": plan.previous_summary is not None,
+            "cut_index": plan.cut_index,
+            "summarized_messages": len(plan.to_summarize),
+            "summarizer": SummarizerOut(
+                provider=info.provider,
+                model=info.model,
+                thinking=summary.thinking,
+                attempts=summary.attempts,
+                chunks=summary.chunks,
+                input_tokens=summary.usage.input_tokens,
+                output_tokens=summary.usage.output_tokens,
+            ),
+            "restored_facts": restored_out(finished.restored) if finished else [],
+            "current_request": finished.current_request if finished else None,
+        }
     )

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from app.engine.errors import (
     CallerGoneError,
     CompactorError,
+    IneffectiveCompactionError,
     InvalidHistoryError,
     NothingToCompactError,
     SummarizerError,
@@ -74,6 +75,12 @@ _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (InvalidSystemPromptError, 422, "Invalid system prompt request", "invalid-system-prompt"),
     (WorkspaceAccessError, 403, "Outside the workspace", "workspace-access-denied"),
     (NothingToCompactError, 409, "Nothing to compact", "nothing-to-compact"),
+    (
+        IneffectiveCompactionError,
+        409,
+        "Compaction would not shrink the history",
+        "compaction-ineffective",
+    ),
     (SessionNotFoundError, 404, "Session not found", "session-not-found"),
     (CompactionConflictError, 409, "Compaction conflict", "compaction-conflict"),
     (IdempotencyMismatchError, 422, "Idempotency key reused", "idempotency-key-reused"),

@@ -6,6 +6,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas_strategy import (
+    PINNED_DESCRIPTION,
+    STRATEGY_DESCRIPTION,
+    AppliedStep,
+    ClearedToolUseOut,
+    ClearIn,
+    PinnedText,
+    RestoredFactOut,
+    Strategy,
+)
 from app.engine.thinking import ThinkingLevel
 
 Format = Literal["openai", "anthropic"]
@@ -61,6 +71,11 @@ class CompactIn(HistoryIn):
     thinking: ThinkingLevel | None = Field(
         default=None, description="Thinking level the summarizer starts at."
     )
+    strategy: Strategy = Field(default="summarize", description=STRATEGY_DESCRIPTION)
+    clear: ClearIn = Field(default_factory=ClearIn)
+    pinned: list[PinnedText] = Field(
+        default_factory=list, max_length=200, description=PINNED_DESCRIPTION
+    )
 
 
 class Breakdown(BaseModel):
@@ -115,6 +130,20 @@ class CompactOut(BaseModel):
     threshold: int
     estimate_floor: int
     summarizer: SummarizerOut | None = None
+    strategy: Strategy = "summarize"
+    applied: list[AppliedStep] = Field(
+        default_factory=list, description="What was done, in order; empty when not compacted."
+    )
+    restored_facts: list[RestoredFactOut] = Field(
+        default_factory=list,
+        description="Pinned facts the summarizer left out, added back into the summary.",
+    )
+    current_request: str | None = Field(
+        default=None,
+        description="The request of the turn the cut fell inside, quoted in the summary.",
+    )
+    cleared_tool_uses: list[ClearedToolUseOut] = Field(default_factory=list)
+    tokens_cleared: int = 0
 
 
 class HealthOut(BaseModel):

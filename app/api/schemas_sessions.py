@@ -8,6 +8,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas import EstimateOut, Format, SummarizerOut, UsageIn
+from app.api.schemas_strategy import (
+    PINNED_DESCRIPTION,
+    STRATEGY_DESCRIPTION,
+    AppliedStep,
+    ClearedToolUseOut,
+    ClearIn,
+    PinnedText,
+    RestoredFactOut,
+    Strategy,
+)
 from app.engine.thinking import ThinkingLevel
 
 
@@ -25,6 +35,11 @@ class SessionIn(BaseModel):
     trigger_tokens: int | None = Field(default=None, gt=0)
     keep_recent_tokens: int | None = Field(default=None, gt=0)
     thinking: ThinkingLevel | None = None
+    strategy: Strategy | None = Field(default=None, description=STRATEGY_DESCRIPTION)
+    clear: ClearIn | None = Field(default=None, description="Tool-result clearing settings.")
+    pinned: list[PinnedText] | None = Field(
+        default=None, max_length=200, description=PINNED_DESCRIPTION
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -39,6 +54,9 @@ class SessionOut(BaseModel):
     trigger_tokens: int | None = None
     keep_recent_tokens: int | None = None
     thinking: ThinkingLevel | None = None
+    strategy: Strategy = "summarize"
+    clear: ClearIn | None = None
+    pinned: list[str] = Field(default_factory=list)
     metadata: dict[str, Any]
     message_count: int
     compaction_count: int
@@ -95,6 +113,14 @@ class CompactionOut(BaseModel):
     summarizer: SummarizerOut
     instructions: str | None
     previous_id: str | None
+    strategy: Strategy = "summarize"
+    applied: list[AppliedStep] = Field(default_factory=list)
+    restored_facts: list[RestoredFactOut] = Field(default_factory=list)
+    current_request: str | None = None
+    cleared_tool_uses: list[ClearedToolUseOut] = Field(
+        default_factory=list,
+        description="Every tool use cleared in the context after this compaction.",
+    )
 
 
 class CompactionListOut(BaseModel):
@@ -106,6 +132,12 @@ class PrepareOut(BaseModel):
     reason: str | None = None
     compaction: CompactionOut | None
     context: ContextOut
+    compaction_ineffective: bool = Field(
+        default=False,
+        description="Automatic compaction cannot bring the context under the threshold; "
+        "it is not tried again until new messages arrive.",
+    )
+    warning: str | None = None
 
 
 class SessionCompactIn(BaseModel):
@@ -116,3 +148,6 @@ class SessionCompactIn(BaseModel):
     reason: Literal["manual", "overflow"] = "manual"
     instructions: str | None = Field(default=None, max_length=20_000)
     thinking: ThinkingLevel | None = None
+    strategy: Strategy | None = Field(
+        default=None, description="This compaction only; default: the session's strategy."
+    )

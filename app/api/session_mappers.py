@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from app.api.mappers import estimate_out
@@ -12,8 +13,14 @@ from app.api.schemas_sessions import (
     PrepareOut,
     SessionOut,
 )
+from app.api.schemas_strategy import ClearedToolUseOut
 from app.services.sessions import CompactResult, ContextView
 from app.store.models import CompactionRow, SessionRow
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone; they were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def session_out(row: SessionRow) -> SessionOut:
@@ -29,10 +36,13 @@ def session_out(row: SessionRow) -> SessionOut:
         trigger_tokens=settings.get("trigger_tokens"),
         keep_recent_tokens=settings.get("keep_recent_tokens"),
         thinking=settings.get("thinking"),
+        strategy=settings.get("strategy") or "summarize",
+        clear=settings.get("clear"),
+        pinned=settings.get("pinned") or [],
         metadata=row.meta or {},
         message_count=row.entry_count,
         compaction_count=row.compaction_count,
-        created_at=row.created_at,
+        created_at=_aware(row.created_at),
     )
 
 
@@ -40,7 +50,7 @@ def compaction_out(row: CompactionRow) -> CompactionOut:
     summarizer = row.summarizer or {}
     return CompactionOut(
         id=row.id,
-        created_at=row.created_at,
+        created_at=_aware(row.created_at),
         trigger=row.trigger,
         summary=row.summary,
         first_kept_seq=row.first_kept_seq,
@@ -54,6 +64,20 @@ def compaction_out(row: CompactionRow) -> CompactionOut:
         ),
         instructions=row.instructions,
         previous_id=row.previous_id,
+        strategy=row.strategy or "summarize",
+        applied=row.applied or ["summarize"],
+        restored_facts=row.restored_facts or [],
+        current_request=row.current_request,
+        cleared_tool_uses=[
+            ClearedToolUseOut(
+                tool_call_id=c["tool_call_id"],
+                tool_name=c.get("tool_name", "tool"),
+                placeholder=c["placeholder"],
+                input_cleared=c.get("input_placeholder") is not None,
+                tokens_saved=c.get("tokens_saved", 0),
+            )
+            for c in row.cleared_tool_uses or []
+        ],
     )
 
 
@@ -76,4 +100,6 @@ def prepare_out(result: CompactResult) -> PrepareOut:
         reason=result.reason,
         compaction=compaction_out(result.record) if result.record is not None else None,
         context=context_out(result.view),
+        compaction_ineffective=result.ineffective,
+        warning=result.warning,
     )

@@ -19,6 +19,15 @@ class NothingToCompactError(CompactorError):
     """There is no message before the cut point to fold into a summary."""
 
 
+class IneffectiveCompactionError(CompactorError):
+    """The compacted history would be no smaller than the original; nothing was kept."""
+
+    def __init__(self, message: str, *, tokens_before: int, tokens_after: int) -> None:
+        super().__init__(message)
+        self.tokens_before = tokens_before
+        self.tokens_after = tokens_after
+
+
 class SummarizerError(CompactorError):
     """The summarizer could not produce a usable summary."""
 

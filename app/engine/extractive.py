@@ -39,12 +39,12 @@ _INFO = SummarizerInfo(
 _FIRST_GOAL_CHARS = 1500
 _LATER_GOAL_CHARS = 300
 _MAX_LATER_GOALS = 6
-_MAX_CONSTRAINTS = 40
+MAX_CONSTRAINTS = 40
 _MAX_DONE = 30
 _MAX_NEW_DECISIONS = 5
 _MAX_DECISIONS = 8
-_MAX_FILES = 100
-_MAX_ERRORS = 5
+MAX_FILES = 100
+MAX_ERRORS = 5
 _MAX_CONTEXT_LINES = 30
 _MAX_STEPS = 6
 _RESOLVE_STEP = "Resolve the latest error:"
@@ -89,18 +89,18 @@ def _merged(
     return SummarySections(
         goals=_merged_goals(previous.goals, facts.user_requests),
         # Previous constraints first and never displaced: they must outlive every round.
-        constraints=_unique([*previous.constraints, *facts.constraints])[:_MAX_CONSTRAINTS],
+        constraints=unique_items([*previous.constraints, *facts.constraints])[:MAX_CONSTRAINTS],
         done=done,
         done_merged=done_merged,
         in_progress=(facts.last_intent,) if facts.last_intent else previous.in_progress,
         blocked=_blocked(previous, facts),
-        decisions=_unique([*new_decisions, *previous.decisions])[:_MAX_DECISIONS],
+        decisions=unique_items([*new_decisions, *previous.decisions])[:_MAX_DECISIONS],
         next_steps=_next_steps(facts, previous.next_steps),
         focus=focus or None,
-        files_read=_unique_paths(previous.files_read, facts.files_read),
-        files_modified=_unique_paths(previous.files_modified, facts.files_modified),
-        errors=_newest_errors([*previous.errors, *facts.errors]),
-        context=_unique(previous.context)[:_MAX_CONTEXT_LINES],
+        files_read=unique_paths(previous.files_read, facts.files_read),
+        files_modified=unique_paths(previous.files_modified, facts.files_modified),
+        errors=newest_errors([*previous.errors, *facts.errors]),
+        context=unique_items(previous.context)[:_MAX_CONTEXT_LINES],
     )
 
 
@@ -111,7 +111,7 @@ def _merged_goals(previous: tuple[str, ...], requests: tuple[str, ...]) -> tuple
         # The first request is the task itself: kept verbatim, line breaks and all.
         goals.append(cap_with_note(later.pop(0), _FIRST_GOAL_CHARS))
     goals += [cap_with_note(one_line(r), _LATER_GOAL_CHARS) for r in later if is_substantive(r)]
-    unique = _unique(goals)
+    unique = unique_items(goals)
     if len(unique) > 1 + _MAX_LATER_GOALS:
         unique = (unique[0], *unique[-_MAX_LATER_GOALS:])
     return unique
@@ -158,10 +158,10 @@ def _next_steps(facts: TranscriptFacts, previous: tuple[str, ...]) -> tuple[str,
     if facts.user_requests:
         stale.append(_REQUEST_STEP)
     kept = [step for step in previous if not step.startswith(tuple(stale))]
-    return _unique([*steps, *kept])[:_MAX_STEPS]
+    return unique_items([*steps, *kept])[:_MAX_STEPS]
 
 
-def _unique(items: Iterable[str]) -> tuple[str, ...]:
+def unique_items(items: Iterable[str]) -> tuple[str, ...]:
     """Items without repeats (same words, any case or spacing), first occurrence kept."""
     by_key: dict[str, str] = {}
     for item in items:
@@ -169,12 +169,12 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(by_key.values())
 
 
-def _unique_paths(previous: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
+def unique_paths(previous: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
     # Paths compare exactly: `a/B.py` and `a/b.py` can be different files.
-    return tuple(dict.fromkeys([*previous, *new]))[-_MAX_FILES:]
+    return tuple(dict.fromkeys([*previous, *new]))[-MAX_FILES:]
 
 
-def _newest_errors(errors: list[str]) -> tuple[str, ...]:
+def newest_errors(errors: list[str]) -> tuple[str, ...]:
     """The newest distinct errors, oldest first; a repeated error counts at its latest."""
-    newest_first = _unique(reversed(errors))
-    return tuple(reversed(newest_first[:_MAX_ERRORS]))
+    newest_first = unique_items(reversed(errors))
+    return tuple(reversed(newest_first[:MAX_ERRORS]))

@@ -30,6 +30,8 @@ _CODE_SPANS = re.compile(r"(`+)(.+?)\1(?!`)", re.DOTALL)
 _READ_WORDS = ("read", "viewed", "opened")
 # Heading words to section keys, most specific first ("in progress" before "progress").
 _SECTION_WORDS = (
+    # Written after every summary from the cut itself; an old one is never carried on.
+    ("current request", "current_request"),
     ("in progress", "in_progress"),
     ("in-progress", "in_progress"),
     ("progress", "progress"),
@@ -126,6 +128,8 @@ def parse_summary(markdown: str) -> SummarySections:
 
 
 def _collect(collected: _Collector, key: str, title: str, item: str) -> None:
+    if key == "current_request":
+        return
     if key == "done":
         merged = _MERGED_NOTE.match(item)
         repeated = _REPEAT_SUFFIX.match(item)

@@ -90,6 +90,14 @@ def describe_tool_call(name: str | None, arguments: str) -> ToolCallSummary:
     return _search_call(tool, args) or _command_call(tool, args, path, name or "tool")
 
 
+def call_target(arguments: str) -> str:
+    """What a call worked on, in a few words: its path, command, pattern or query."""
+    args = _parsed_arguments(arguments)
+    path = " ".join(_first_text(args, _PATH_KEYS).splitlines())
+    target = path or _command_text(args) or _first_text(args, _TELLING_KEYS)
+    return _short(target) if target else ""
+
+
 def _editor_call(verb: str, path: str) -> ToolCallSummary:
     if verb == "read":
         return ToolCallSummary(f"read {code_span(path)}", files_read=(path,), shows_content=True)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from app.engine.clearing import ClearedToolUse
 from app.engine.compaction import (
     CompactionPlan,
     SummaryOptions,
@@ -12,13 +13,24 @@ from app.engine.compaction import (
     plan_compaction,
     summarize_plan,
 )
-from app.engine.errors import CallerGoneError, NothingToCompactError, SummarizerError
+from app.engine.errors import (
+    CallerGoneError,
+    IneffectiveCompactionError,
+    NothingToCompactError,
+    SummarizerError,
+)
+from app.engine.fidelity import FinishedSummary, finish_summary
 from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
 from app.engine.thresholds import summary_output_budget
+from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
 from app.services.estimation import FORMATS, CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+
+SUMMARIZE = "summarize"
+CLEAR_TOOL_RESULTS = "clear_tool_results"
+AUTO = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +45,11 @@ class CompactionOutcome:
     messages: list[Any] | None = None
     tokens_after: int | None = None
     summarizer: Summarizer | None = None
+    # The strategy asked for, and the steps it applied: clear_tool_results, summarize.
+    strategy: str = SUMMARIZE
+    applied: tuple[str, ...] = ()
+    finished: FinishedSummary | None = None
+    cleared: tuple[ClearedToolUse, ...] = ()
 
     @property
     def tokens_before(self) -> int:
@@ -99,6 +116,11 @@ class CompactionService:
         except CallerGoneError:
             self.observer.compaction_finished(options.trigger, "abandoned", 0, None)
             raise
+        except IneffectiveCompactionError as exc:
+            self.observer.compaction_finished(
+                options.trigger, "ineffective", exc.tokens_before, exc.tokens_after
+            )
+            raise
         if outcome.summary is not None:
             self.observer.summarizer_attempts(provider, outcome.summary.attempts, ok=True)
         wanted = options.force or outcome.counted.should_compact
@@ -118,15 +140,90 @@ class CompactionService:
         caller_gone: CallerGone,
     ) -> CompactionOutcome:
         counted = self.estimation.count(history, parse_all=True)
+        if options.strategy == SUMMARIZE:
+            return await self._summarize_if_due(history, counted, options, caller_gone)
+        return await self._clear_first(history, counted, options, caller_gone)
+
+    async def _summarize_if_due(
+        self,
+        history: HistoryInput,
+        counted: CountedHistory,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+    ) -> CompactionOutcome:
         if not options.force and not counted.should_compact:
-            return CompactionOutcome(
-                counted=counted,
-                compacted=False,
-                reason=(
-                    f"under the threshold: {counted.estimate.tokens} tokens is not above "
-                    f"{counted.threshold}; pass force=true to compact anyway"
-                ),
+            return self._not_compacted(counted, options, _under_threshold(counted))
+        return await self._summarize(history, counted, counted, options, caller_gone)
+
+    async def _clear_first(
+        self,
+        history: HistoryInput,
+        counted: CountedHistory,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+    ) -> CompactionOutcome:
+        """clear_tool_results; and auto: clear first, summarize only if still over."""
+        trigger = clearing_trigger(counted, options.clear)
+        clears_only = options.strategy == CLEAR_TOOL_RESULTS
+        if not options.force and counted.estimate.tokens <= trigger:
+            if clears_only:
+                reason = (
+                    f"under the clearing trigger: {counted.estimate.tokens} tokens is not above "
+                    f"{trigger}; pass force=true to clear anyway"
+                )
+                return self._not_compacted(counted, options, reason)
+            return await self._summarize_if_due(history, counted, options, caller_gone)
+        cleared = clear_history(self.estimation, history, counted, options.clear)
+        if cleared.history is None or cleared.counted is None:
+            if clears_only:
+                return self._not_compacted(counted, options, cleared.plan.reason)
+            return await self._summarize_if_due(history, counted, options, caller_gone)
+        outcome = self._cleared(counted, cleared, options)
+        if clears_only or not cleared.counted.should_compact:
+            return outcome
+        try:
+            summarized = await self._summarize(
+                cleared.history, cleared.counted, counted, options, caller_gone
             )
+        except IneffectiveCompactionError:
+            summarized = outcome
+        if not summarized.compacted or summarized.plan is None:
+            # Clearing alone shrank the history, and a summary could not add to it.
+            return outcome
+        return replace(summarized, applied=(CLEAR_TOOL_RESULTS, SUMMARIZE), cleared=outcome.cleared)
+
+    def _not_compacted(
+        self, counted: CountedHistory, options: CompactOptions, reason: str | None
+    ) -> CompactionOutcome:
+        return CompactionOutcome(
+            counted=counted, compacted=False, reason=reason, strategy=options.strategy
+        )
+
+    def _cleared(
+        self, counted: CountedHistory, cleared: ClearedHistory, options: CompactOptions
+    ) -> CompactionOutcome:
+        assert cleared.history is not None and cleared.counted is not None
+        tokens_after = cleared.counted.estimate.tokens
+        _refuse_growth(counted, tokens_after, "clearing tool results")
+        return CompactionOutcome(
+            counted=counted,
+            compacted=True,
+            messages=list(cleared.history.messages),
+            tokens_after=tokens_after,
+            strategy=options.strategy,
+            applied=(CLEAR_TOOL_RESULTS,),
+            cleared=cleared.plan.cleared,
+        )
+
+    async def _summarize(
+        self,
+        history: HistoryInput,
+        counted: CountedHistory,
+        original: CountedHistory,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+    ) -> CompactionOutcome:
+        """Summarizes `history` (counted as `counted`); `original` is what the caller sent."""
         conversation = counted.conversation
         assert conversation is not None
         try:
@@ -137,7 +234,7 @@ class CompactionService:
                 counted.inline_system_count,
             )
         except NothingToCompactError as exc:
-            return CompactionOutcome(counted=counted, compacted=False, reason=str(exc))
+            return self._not_compacted(original, options, str(exc))
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -152,6 +249,8 @@ class CompactionService:
             counted.choice.tokenizer,
             caller_gone,
         )
+        finished = finish_summary(summary.summary, plan, options.pinned)
+        summary = replace(summary, summary=finished.text)
         summary_raw = FORMATS[counted.format].summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
         new_messages = [
@@ -159,14 +258,19 @@ class CompactionService:
             summary_raw,
             *raws[plan.cut_index :],
         ]
+        tokens_after = self.tokens_after(counted, plan, summary_raw)
+        _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
-            counted=counted,
+            counted=original,
             compacted=True,
             plan=plan,
             summary=summary,
             messages=new_messages,
-            tokens_after=self.tokens_after(counted, plan, summary_raw),
+            tokens_after=tokens_after,
             summarizer=self.summarizer,
+            strategy=options.strategy,
+            applied=(SUMMARIZE,),
+            finished=finished,
         )
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
@@ -188,4 +292,26 @@ class CompactionService:
             + summary_tokens
             + sum(per[plan.cut_index :])
             + counted.reply_priming
+        )
+
+
+def _under_threshold(counted: CountedHistory) -> str:
+    return (
+        f"under the threshold: {counted.estimate.tokens} tokens is not above "
+        f"{counted.threshold}; pass force=true to compact anyway"
+    )
+
+
+def _refuse_growth(counted: CountedHistory, tokens_after: int, what: str) -> None:
+    """The inflation guard: a compaction must leave the history smaller than it found it,
+    by the caller's count (usage anchored) and by the plain estimate alike."""
+    estimate = counted.estimate
+    before = min(estimate.tokens, estimate.system + estimate.tools + estimate.messages)
+    if tokens_after >= before:
+        raise IneffectiveCompactionError(
+            f"compaction refused: {what} would leave the history at {tokens_after} tokens, "
+            f"not below the {before} tokens it has now, so nothing was changed; compact "
+            "again once more history has accumulated, or lower keep_recent_tokens",
+            tokens_before=before,
+            tokens_after=tokens_after,
         )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.clearing import ClearSettings
 from app.engine.estimate import UsageReport
 from app.engine.thinking import ThinkingLevel
 
@@ -35,4 +36,9 @@ class CompactOptions:
     thinking: ThinkingLevel | None = None
     # Why this compaction runs: request (stateless /compact), auto, manual, overflow.
     trigger: str = "request"
+    # summarize | clear_tool_results | auto (clear first, summarize if still over).
+    strategy: str = "summarize"
+    clear: ClearSettings = field(default_factory=ClearSettings)
+    # Facts the caller wants in every summary, verbatim.
+    pinned: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)

@@ -8,7 +8,9 @@ from typing import Any
 
 from app.engine.estimate import UsageReport
 from app.engine.marker import SummaryMarker
+from app.formats.clearing import apply_cleared
 from app.formats.detect import evidence_of_format
+from app.services.clearing import cleared_from_json
 from app.services.estimation import FORMATS
 from app.services.history import HistoryInput
 from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
@@ -48,7 +50,8 @@ class SessionContext:
 
 def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
     """The session's format, or the one these messages prove (None: still undecided)."""
-    return session.format or evidence_of_format(messages, session.system)
+    # A session's `system` is a setting in both formats, not evidence of one.
+    return session.format or evidence_of_format(messages)
 
 
 def build_context(
@@ -70,7 +73,8 @@ def build_context(
     for entry in system_prefix:
         messages.append(entry.message)
         seqs.append(entry.seq)
-    if latest is not None:
+    # A record that only cleared tool results, on a session never summarized, has none.
+    if latest is not None and latest.summary:
         messages.append(FORMATS[fmt].summary_message(marker.render(latest.summary)))
         seqs.append(None)
     usage: list[UsageReport] = []
@@ -87,6 +91,9 @@ def build_context(
         seqs.append(entry.seq)
         if entry.usage:
             usage.append(UsageReport(message_index=index, **entry.usage))
+    if latest is not None and latest.cleared_tool_uses:
+        # Placeholders go into copies: the transcript keeps the originals.
+        messages = apply_cleared(messages, fmt, cleared_from_json(latest.cleared_tool_uses))
     return SessionContext(
         session=session,
         format=fmt,

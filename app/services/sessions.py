@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -20,11 +20,18 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.engine.errors import InvalidHistoryError, NothingToCompactError
+from app.engine.errors import (
+    IneffectiveCompactionError,
+    InvalidHistoryError,
+    NothingToCompactError,
+)
 from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
+from app.services.clearing import clear_settings_from, clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.compaction_records import record_fields
+from app.services.compaction_stall import stall_of, waits_for_new_entries
 from app.services.estimation import FORMATS, CountedHistory, EstimationService
 from app.services.history import CompactOptions
 from app.services.json_bytes import json_bytes
@@ -56,6 +63,9 @@ SESSION_SETTING_KEYS = (
     "trigger_tokens",
     "keep_recent_tokens",
     "thinking",
+    "strategy",
+    "clear",
+    "pinned",
 )
 
 
@@ -79,6 +89,9 @@ class CompactResult:
     view: ContextView
     reason: str | None = None
     outcome: CompactionOutcome | None = None
+    # Automatic compaction could not bring the context under the threshold.
+    ineffective: bool = False
+    warning: str | None = None
 
 
 class SessionService:
@@ -281,11 +294,41 @@ class SessionService:
     async def prepare(
         self, tenant: str, session_id: str, caller_gone: CallerGone = lambda: False
     ) -> CompactResult:
-        """The before-turn hook: estimate; compact when over the threshold; the context."""
+        """The before-turn hook: estimate; compact when over the threshold; the context.
+
+        When compaction cannot bring the context under the threshold, the answer says so
+        and automatic compaction pauses until new entries arrive (no call on every turn).
+        """
         view = await _in_thread(self.context, tenant, session_id)
-        if not view.counted.should_compact:
+        session = view.context.session
+        if not view.counted.should_compact and not clearing_due(view.counted, session.settings):
             return CompactResult(compacted=False, record=None, view=view, reason="under threshold")
-        return await self._compact(view.context, "auto", None, None, caller_gone, force=False)
+        entry_count = session.entry_count
+        if waits_for_new_entries(session.compaction_stall, entry_count):
+            warning = stall_of(view.context, view.counted, entry_count).warning
+            return CompactResult(
+                compacted=False,
+                record=None,
+                view=view,
+                reason="automatic compaction paused until new messages arrive",
+                ineffective=True,
+                warning=warning,
+            )
+        try:
+            result = await self._compact(view.context, "auto", None, None, caller_gone, force=False)
+        except IneffectiveCompactionError as exc:
+            result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
+        if result.view.counted.should_compact:
+            stall = stall_of(result.view.context, result.view.counted, entry_count)
+            await _in_thread(self._set_stall, session, stall.to_json())
+            return replace(result, ineffective=True, warning=stall.warning)
+        if session.compaction_stall is not None:
+            await _in_thread(self._set_stall, session, None)
+        return result
+
+    def _set_stall(self, session: SessionRow, stall: dict[str, Any] | None) -> None:
+        with self._transaction() as db:
+            self._require(db, session.tenant, session.id).compaction_stall = stall
 
     async def compact(
         self,
@@ -295,11 +338,12 @@ class SessionService:
         instructions: str | None,
         thinking: ThinkingLevel | None,
         caller_gone: CallerGone = lambda: False,
+        strategy: str | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
         context = await _in_thread(self._load_context, tenant, session_id)
         result = await self._compact(
-            context, trigger, instructions, thinking, caller_gone, force=True
+            context, trigger, instructions, thinking, caller_gone, force=True, strategy=strategy
         )
         if not result.compacted:
             raise NothingToCompactError(result.reason or "nothing to compact")
@@ -314,14 +358,19 @@ class SessionService:
         caller_gone: CallerGone,
         *,
         force: bool,
+        strategy: str | None = None,
     ) -> CompactResult:
         session = context.session
-        default_thinking = (session.settings or {}).get("thinking")
+        settings = session.settings or {}
+        default_thinking = settings.get("thinking")
         options = CompactOptions(
             force=force,
             trigger=trigger,
             instructions=instructions,
             thinking=thinking or (ThinkingLevel(default_thinking) if default_thinking else None),
+            strategy=strategy or settings.get("strategy") or "summarize",
+            clear=clear_settings_from(settings.get("clear")),
+            pinned=tuple(settings.get("pinned") or ()),
         )
         outcome = await self.compaction.compact(context.history(), options, caller_gone)
         if not outcome.compacted:
@@ -338,30 +387,18 @@ class SessionService:
         trigger: str,
         instructions: str | None,
     ) -> CompactionRow:
-        plan, summary = outcome.plan, outcome.summary
-        assert plan is not None and summary is not None and outcome.summarizer is not None
-        first_kept = context.seqs[plan.cut_index]
-        assert first_kept is not None
         latest = context.latest
-        info = outcome.summarizer.info
         row = CompactionRow(
             id=new_id(),
             session_id=context.session.id,
             ordinal=(latest.ordinal + 1) if latest is not None else 1,
-            summary=summary.summary,
-            first_kept_seq=first_kept,
             covered_seq=max(s for s in context.seqs if s is not None) + 1,
             tokens_before=outcome.tokens_before,
             tokens_after=outcome.tokens_after or 0,
             trigger=trigger,
-            summarizer={
-                "provider": info.provider,
-                "model": info.model,
-                "thinking": summary.thinking.value,
-                "attempts": summary.attempts,
-            },
             instructions=instructions,
             previous_id=latest.id if latest is not None else None,
+            **record_fields(context, outcome),
         )
         try:
             with self._transaction() as db:

@@ -55,6 +55,9 @@ class SessionRow(Base):
     compaction_count: Mapped[int] = mapped_column(Integer, default=0)
     # Leading OpenAI system/developer entries: always first in the context, never summarized.
     system_prefix_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Set when automatic compaction could not bring the context under the threshold: the
+    # entry count then, and the numbers. `prepare` does not try again before new entries.
+    compaction_stall: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -99,6 +102,18 @@ class CompactionRow(Base):
     previous_id: Mapped[str | None] = mapped_column(
         ForeignKey("compactions.id", ondelete="SET NULL"), nullable=True
     )
+    # The strategy asked for and the steps applied (clear_tool_results, summarize).
+    strategy: Mapped[str] = mapped_column(
+        String(30), default="summarize", server_default="summarize"
+    )
+    applied: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    # Pinned facts the summarizer left out and the service added back.
+    restored_facts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    # The request of the turn the cut fell inside, quoted by the summary.
+    current_request: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Every tool use cleared in the context this record describes (placeholders included),
+    # so the context is rebuilt from the untouched transcript.
+    cleared_tool_uses: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

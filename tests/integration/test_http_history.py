@@ -149,12 +149,23 @@ def test_nothing_to_compact_is_reported_without_a_summary(client: TestClient) ->
 
 
 def test_unknown_fields_survive_the_round_trip(client: TestClient) -> None:
+    # Plain prose, long enough that its summary is smaller than it (the inflation guard).
     messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "x" * 400, "x_trace": {"id": 1}},
-        {"role": "assistant", "content": "y" * 400, "vendor_field": [1, 2]},
+        {"role": "user", "content": "Look into the billing totals. " * 40, "x_trace": {"id": 1}},
+        {
+            "role": "assistant",
+            "content": "The totals come from the ledger view. " * 80,
+            "vendor_field": [1, 2],
+        },
         {
             "role": "user",
-            "content": [{"type": "text", "text": "z" * 400, "cache_control": {"a": 1}}],
+            "content": [
+                {
+                    "type": "text",
+                    "text": "Check the tax lines too. " * 30,
+                    "cache_control": {"a": 1},
+                }
+            ],
         },
         {"role": "assistant", "content": "done", "metadata": {"keep": True}},
     ]

@@ -117,9 +117,10 @@ def test_request_id_is_accepted_returned_and_generated(client: TestClient) -> No
 
 
 def test_metrics_count_requests_compactions_and_summarizer_calls(client: TestClient) -> None:
+    # Plain prose, long enough that its summary is smaller than it (the inflation guard).
     messages = [
-        {"role": "user", "content": "a" * 400},
-        {"role": "assistant", "content": "b" * 400},
+        {"role": "user", "content": "Look into the billing report totals. " * 40},
+        {"role": "assistant", "content": "The totals come from the ledger view. " * 80},
         {"role": "user", "content": "c"},
     ]
     client.post("/compact", json={"messages": messages, "force": True, "keep_recent_tokens": 5})

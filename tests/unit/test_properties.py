@@ -4,7 +4,8 @@ Every compacted result must keep tool pairs whole, keep the tail verbatim (the v
 objects), cut at a valid point, and account for every dropped message: it is a leading
 system message, the previous summary (folded in through the update path) or one of the
 summarized messages. The expected cut is recomputed from the wire messages by an
-independent oracle written from SPEC §5.2.
+independent oracle written from SPEC §5.2. A compaction whose summary would not shrink the
+history is refused instead (the inflation guard), and only when there was something to fold.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from app.engine.cut_point import find_cut_index
+from app.engine.errors import IneffectiveCompactionError
 from app.engine.marker import SUMMARY_MARKER_PREFIX, SummaryMarker
 from app.engine.messages import Block, BlockKind, Message, Role
 from app.main import build_state
@@ -157,17 +159,45 @@ def history_input(
     return HistoryInput(**{**fields, **overrides})
 
 
-def run(service: CompactionService, history: HistoryInput, force: bool = True) -> CompactionOutcome:
-    return asyncio.run(service.compact(history, CompactOptions(force=force)))
+Result = CompactionOutcome | IneffectiveCompactionError
+
+
+def run(service: CompactionService, history: HistoryInput, force: bool = True) -> Result:
+    try:
+        return asyncio.run(service.compact(history, CompactOptions(force=force)))
+    except IneffectiveCompactionError as refused:
+        return refused
+
+
+def check_refusal(
+    service: CompactionService,
+    history: HistoryInput,
+    refused: IneffectiveCompactionError,
+    previous_summary: str | None,
+) -> None:
+    """The inflation guard refused: there was something to fold, but its summary would
+    not have left the history smaller."""
+    event("refused: the summary would not shrink the history")
+    messages = list(history.messages)
+    counted = service.estimation.count(history)
+    start = leading_system_count(messages) + (previous_summary is not None)
+    keep = history.keep_recent_tokens
+    assert keep is not None
+    assert oracle_cut(messages, counted.per_message, keep, start) > start
+    assert refused.tokens_after >= refused.tokens_before
+    assert refused.tokens_before <= counted.estimate.tokens
 
 
 def check_outcome(
     service: CompactionService,
     history: HistoryInput,
-    outcome: CompactionOutcome,
+    outcome: Result,
     previous_summary: str | None,
 ) -> None:
     """All invariants of one forced (or over-threshold) compaction."""
+    if isinstance(outcome, IneffectiveCompactionError):
+        check_refusal(service, history, outcome, previous_summary)
+        return
     messages = list(history.messages)
     k = leading_system_count(messages)
     start = k + (previous_summary is not None)
@@ -249,6 +279,9 @@ def test_forced_compaction_keeps_every_invariant(
     before = copy.deepcopy(history.messages)
     outcome = run(service, request)
     assert history.messages == before, "the input history was mutated"
+    if isinstance(outcome, IneffectiveCompactionError):
+        check_refusal(service, request, outcome, history.previous_summary)
+        return
     assert outcome.counted.format == fmt or not any(
         call_ids(m) or result_ids(m) for m in history.messages
     )
@@ -269,6 +302,10 @@ def test_threshold_decides_unless_forced(
     trigger = data.draw(st.integers(1, 30_000), label="trigger_tokens")
     request = history_input(history, trigger_tokens=trigger)
     outcome = run(service, request, force=False)
+    if isinstance(outcome, IneffectiveCompactionError):
+        assert service.estimation.count(request).estimate.tokens > trigger
+        check_refusal(service, request, outcome, history.previous_summary)
+        return
     tokens = outcome.counted.estimate.tokens
     assert outcome.counted.should_compact == (tokens > trigger)
     if tokens <= trigger:
@@ -288,6 +325,10 @@ def test_compacting_again_updates_the_one_summary(
 ) -> None:
     history = data.draw(histories(fmt, max_turns=10), label="history")
     first = run(service, history_input(history))
+    if isinstance(first, IneffectiveCompactionError):
+        first = CompactionOutcome(
+            counted=service.estimation.count(history_input(history)), compacted=False
+        )
     base = first.messages if first.compacted else history.messages
     assert base is not None
     later = RENDERERS[fmt](data.draw(turn_lists("later", max_turns=6), label="later turns"))
@@ -302,6 +343,8 @@ def test_compacting_again_updates_the_one_summary(
     else:
         previous = history.previous_summary
     check_outcome(service, request, second, previous)
+    if isinstance(second, IneffectiveCompactionError):
+        return
     result = second.messages if second.compacted else grown
     assert result is not None
     expected_summaries = int(previous is not None or second.compacted)
@@ -387,8 +430,6 @@ def test_http_compact_keeps_the_invariants(
     if history.give_format:
         body["format"] = fmt
     response = client.post("/compact", json=body)
-    assert response.status_code == 200, response.text
-    out = response.json()
     messages = history.messages
     k = history.system_count
     start = k + (history.previous_summary is not None)
@@ -396,6 +437,13 @@ def test_http_compact_keeps_the_invariants(
     estimate = client.post("/estimate", json=estimate_body)
     per = estimate.json()["per_message"]
     expected_cut = oracle_cut(messages, per, history.keep_recent_tokens, start)
+    if response.status_code == 409:
+        # The inflation guard: something to fold, but its summary would not shrink it.
+        assert response.json()["type"].endswith("/compaction-ineffective")
+        assert expected_cut > start
+        return
+    assert response.status_code == 200, response.text
+    out = response.json()
     if not out["compacted"]:
         assert "nothing to compact" in out["reason"]
         assert out["messages"] == messages and out["summary"] is None
@@ -418,8 +466,9 @@ def test_http_compact_keeps_the_invariants(
 @pytest.mark.parametrize("force", [True, False])
 def test_unknown_field_with_a_big_integer_survives(client: TestClient, force: bool) -> None:
     big = 2**64 + 1  # a float cannot hold it exactly
+    # Long enough that its summary is smaller than it: a forced compaction is not refused.
     messages = [
-        {"role": "user", "content": "hi"},
+        {"role": "user", "content": "hi, here is a long note to fold away. " * 200},
         {"role": "assistant", "content": "hello", "x_meta": {"n": big}},
     ]
     body = {"messages": messages, "force": force, "keep_recent_tokens": 1}

@@ -33,7 +33,16 @@ def estimate(body: EstimateIn, estimation: Estimation) -> EstimateOut:
     return estimate_out(estimation.count(history_input(body)))
 
 
-@router.post("/compact", response_model=CompactOut, responses={**_ERRORS, **_SUMMARIZER_ERRORS})
+_COMPACT_ERRORS: dict[int | str, dict[str, Any]] = {
+    409: {"model": Problem, "description": "The compacted history would not be smaller"},
+}
+
+
+@router.post(
+    "/compact",
+    response_model=CompactOut,
+    responses={**_ERRORS, **_COMPACT_ERRORS, **_SUMMARIZER_ERRORS},
+)
 async def compact(body: CompactIn, request: Request, compaction: Compaction) -> CompactOut:
     """Fold the older part of a history into one summary message, keep the recent part."""
     history, options = history_input(body), compact_options(body)

@@ -126,7 +126,13 @@ async def compact_session(
     result = await run_until_disconnect(
         request,
         lambda gone: sessions.compact(
-            tenant, session_id, body.reason, body.instructions, body.thinking, gone
+            tenant,
+            session_id,
+            body.reason,
+            body.instructions,
+            body.thinking,
+            gone,
+            strategy=body.strategy,
         ),
     )
     return prepare_out(result)

@@ -1,0 +1,37 @@
+"""Mappers for strategies, pinned facts and cleared tool uses (HTTP ↔ engine values)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.api.schemas_strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
+from app.engine.clearing import ClearedToolUse, ClearSettings
+from app.engine.pinned import PinnedFact
+
+
+def clear_settings(clear: ClearIn) -> ClearSettings:
+    """Engine clearing settings from the request's `clear` object."""
+    return ClearSettings(
+        trigger=clear.trigger,
+        keep=clear.keep,
+        clear_at_least=clear.clear_at_least,
+        exclude_tools=tuple(clear.exclude_tools),
+        clear_tool_inputs=clear.clear_tool_inputs,
+    )
+
+
+def restored_out(facts: Iterable[PinnedFact]) -> list[RestoredFactOut]:
+    return [RestoredFactOut(kind=f.kind.value, text=f.text) for f in facts]
+
+
+def cleared_out(cleared: Iterable[ClearedToolUse]) -> list[ClearedToolUseOut]:
+    return [
+        ClearedToolUseOut(
+            tool_call_id=c.tool_call_id,
+            tool_name=c.tool_name,
+            placeholder=c.placeholder,
+            input_cleared=c.input_placeholder is not None,
+            tokens_saved=c.tokens_saved,
+        )
+        for c in cleared
+    ]

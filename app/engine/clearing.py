@@ -1,0 +1,155 @@
+"""Tool-result clearing: the cheap strategy (the equivalent of Anthropic's `clear_tool_uses`).
+
+Old tool results are replaced by a one-line placeholder naming the tool and what it worked
+on; the call and its result stay in place, so every pair is intact and no model is called.
+The most recent `keep` tool uses and the tools in `exclude_tools` are never cleared, and
+nothing is cleared unless at least `clear_at_least` tokens would be saved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.engine.extractive_text import code_span
+from app.engine.extractive_tools import call_target
+from app.engine.messages import BlockKind, Message
+from app.engine.ports import Tokenizer
+
+CLEARED_RESULT_PREFIX = "[tool result cleared"
+CLEARED_INPUT_KEY = "_cleared"
+DEFAULT_KEEP_TOOL_USES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ClearSettings:
+    """When and what to clear; `trigger=None` means the compaction threshold."""
+
+    trigger: int | None = None
+    keep: int = DEFAULT_KEEP_TOOL_USES
+    clear_at_least: int = 0
+    exclude_tools: tuple[str, ...] = ()
+    clear_tool_inputs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedToolUse:
+    """One cleared tool use: what replaces its result (and, maybe, its input)."""
+
+    tool_call_id: str
+    tool_name: str
+    placeholder: str
+    # The arguments (JSON text) that replace the call's input, when inputs are cleared.
+    input_placeholder: str | None
+    # Estimated tokens this clearing saves.
+    tokens_saved: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClearingPlan:
+    cleared: tuple[ClearedToolUse, ...]
+    reason: str | None = None
+
+    @property
+    def tokens_saved(self) -> int:
+        return sum(c.tokens_saved for c in self.cleared)
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolUse:
+    call_id: str
+    name: str
+    arguments: str
+    result_text: str
+
+
+def plan_clearing(
+    messages: Sequence[Message], settings: ClearSettings, tokenizer: Tokenizer, start: int = 0
+) -> ClearingPlan:
+    """Which tool uses of `messages[start:]` to clear; an empty plan says why not."""
+    uses = _answered_tool_uses(messages[start:])
+    kept = (
+        {u.call_id for u in uses[max(0, len(uses) - settings.keep) :]} if settings.keep else set()
+    )
+    excluded = set(settings.exclude_tools)
+    cleared: list[ClearedToolUse] = []
+    for use in uses:
+        if use.call_id in kept or use.name in excluded:
+            continue
+        choice = _clearing_of(use, settings.clear_tool_inputs, tokenizer)
+        if choice is not None:
+            cleared.append(choice)
+    plan = ClearingPlan(tuple(cleared))
+    if not cleared:
+        return ClearingPlan(
+            (),
+            f"nothing to clear: {len(uses)} tool uses, the newest {settings.keep} are kept and "
+            "the others are excluded, already cleared or too short to be worth it",
+        )
+    if plan.tokens_saved < settings.clear_at_least:
+        return ClearingPlan(
+            (),
+            f"clearing {len(cleared)} tool uses would save about {plan.tokens_saved} tokens, "
+            f"less than clear_at_least={settings.clear_at_least}",
+        )
+    return plan
+
+
+def _answered_tool_uses(messages: Sequence[Message]) -> list[_ToolUse]:
+    """Tool uses with a result, in the order of their calls."""
+    calls: dict[str, tuple[str, str]] = {}
+    results: dict[str, list[str]] = {}
+    for message in messages:
+        for block in message.blocks:
+            if block.kind is BlockKind.TOOL_CALL and block.tool_call_id:
+                calls.setdefault(block.tool_call_id, (block.tool_name or "tool", block.arguments))
+            elif block.kind is BlockKind.TOOL_RESULT and block.tool_call_id:
+                results.setdefault(block.tool_call_id, []).append(block.text)
+    return [
+        _ToolUse(call_id, name, arguments, "\n".join(results[call_id]))
+        for call_id, (name, arguments) in calls.items()
+        if call_id in results
+    ]
+
+
+def _clearing_of(use: _ToolUse, inputs: bool, tokenizer: Tokenizer) -> ClearedToolUse | None:
+    saved = 0
+    placeholder = ""
+    if not use.result_text.startswith(CLEARED_RESULT_PREFIX):
+        result_tokens = tokenizer.count(use.result_text)
+        placeholder = result_placeholder(use.name, use.arguments, result_tokens)
+        saved = result_tokens - tokenizer.count(placeholder)
+    input_placeholder = None
+    if inputs and not is_cleared_input(use.arguments):
+        input_tokens = tokenizer.count(use.arguments)
+        input_placeholder = json.dumps(
+            {CLEARED_INPUT_KEY: f"[tool input cleared, {input_tokens:,} tokens]"}
+        )
+        input_saved = input_tokens - tokenizer.count(input_placeholder)
+        if input_saved > 0:
+            saved += input_saved
+        else:
+            input_placeholder = None
+    if saved <= 0:
+        return None
+    if not placeholder:
+        # Already cleared: keep the placeholder it has, clear only the input now.
+        placeholder = use.result_text
+    return ClearedToolUse(use.call_id, use.name, placeholder, input_placeholder, saved)
+
+
+def result_placeholder(tool_name: str, arguments: str, tokens: int) -> str:
+    """The one line that replaces a cleared result: the tool, its target, the size."""
+    target = call_target(arguments)
+    what = f"{tool_name} {code_span(target)}" if target else tool_name
+    return f"{CLEARED_RESULT_PREFIX}: {what}, {tokens:,} tokens]"
+
+
+def is_cleared_input(arguments: str) -> bool:
+    """True for arguments written by a previous clearing."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else None
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and set(parsed) == {CLEARED_INPUT_KEY}

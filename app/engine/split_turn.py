@@ -1,0 +1,62 @@
+"""Split turns: when the cut falls inside a turn, the summary quotes the turn's request.
+
+A turn is a user request and the assistant messages and tool results that answer it.
+When the kept tail starts with an assistant message, the request it answers was folded
+into the summary; the summary then ends with a `## Current Request` section quoting it
+(unless the summary already holds it word for word), so the kept tail is never an answer
+without its question. A turn longer than one compaction keeps the request quoted by the
+previous summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.engine.extractive_text import cap_with_note, clean_user_text, one_line
+from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.messages import Message, Role
+from app.engine.summary_edit import remove_section, section_body
+
+CURRENT_REQUEST_HEADING = "## Current Request"
+_WORDS = ("current request",)
+_INTRO = "The messages kept after this summary continue the work on this user request:"
+_MAX_REQUEST_CHARS = 2_000
+
+
+def split_turn_request(
+    to_summarize: Sequence[Message], kept: Sequence[Message], previous_summary: str | None
+) -> str | None:
+    """The request of the turn the cut falls inside, or None when the cut is between turns."""
+    if not kept or _starts_turn(kept[0]):
+        return None
+    for message in reversed(to_summarize):
+        if not _starts_turn(message):
+            continue
+        text = clean_user_text(message.text)
+        if text and not text.startswith(SUMMARY_MARKER_PREFIX):
+            return cap_with_note(text, _MAX_REQUEST_CHARS)
+    return _quoted_request(previous_summary) if previous_summary else None
+
+
+def with_current_request(summary: str, request: str | None) -> str:
+    """`summary` with at most one Current Request section, quoting `request` unless the
+    summary already holds it word for word (as the extractive Goal does for the task)."""
+    summary = remove_section(summary, _WORDS)
+    if request is None or one_line(request) in one_line(summary):
+        return summary
+    quoted = "\n".join(f"> {line}".rstrip() for line in request.splitlines())
+    return f"{summary}\n\n{CURRENT_REQUEST_HEADING}\n{_INTRO}\n{quoted}"
+
+
+def _starts_turn(message: Message) -> bool:
+    return message.role is Role.USER and not message.is_tool_result
+
+
+def _quoted_request(summary: str) -> str | None:
+    body = section_body(summary, _WORDS)
+    if not body:
+        return None
+    lines = body.splitlines()
+    quoted = [line[2:] if line.startswith("> ") else line[1:] for line in lines if line[:1] == ">"]
+    text = "\n".join(quoted).strip() or "\n".join(lines[1:] if lines[0] == _INTRO else lines)
+    return text.strip() or None

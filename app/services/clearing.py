@@ -1,0 +1,105 @@
+"""Tool-result clearing applied to a caller's history, and the records that replay it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.engine.clearing import (
+    DEFAULT_KEEP_TOOL_USES,
+    ClearedToolUse,
+    ClearingPlan,
+    ClearSettings,
+    plan_clearing,
+)
+from app.formats.clearing import apply_cleared
+from app.services.estimation import CountedHistory, EstimationService
+from app.services.history import HistoryInput
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedHistory:
+    """The plan, and when it clears anything, the cleared history with its count."""
+
+    plan: ClearingPlan
+    history: HistoryInput | None = None
+    counted: CountedHistory | None = None
+
+
+def clearing_trigger(counted: CountedHistory, settings: ClearSettings) -> int:
+    """Tokens above which clearing runs: its own trigger, else the compaction threshold."""
+    return settings.trigger if settings.trigger is not None else counted.threshold
+
+
+def clearing_due(counted: CountedHistory, settings: Mapping[str, Any] | None) -> bool:
+    """True when a session's strategy clears tool results and it is over the clearing
+    trigger (which may lie below the compaction threshold)."""
+    settings = settings or {}
+    if settings.get("strategy") not in ("clear_tool_results", "auto"):
+        return False
+    trigger = clearing_trigger(counted, clear_settings_from(settings.get("clear")))
+    return counted.estimate.tokens > trigger
+
+
+def clear_history(
+    estimation: EstimationService,
+    history: HistoryInput,
+    counted: CountedHistory,
+    settings: ClearSettings,
+) -> ClearedHistory:
+    """Clears what `settings` allow in `history` (never modified) and counts the result.
+
+    The usage reports measured the uncleared messages, so the cleared history is counted
+    from its messages alone.
+    """
+    conversation = counted.conversation
+    assert conversation is not None
+    plan = plan_clearing(
+        conversation.messages, settings, counted.choice.tokenizer, counted.inline_system_count
+    )
+    if not plan.cleared:
+        return ClearedHistory(plan)
+    messages = apply_cleared(history.messages, counted.format, plan.cleared)
+    cleared = replace(history, messages=messages, format=counted.format, usage=(), estimate_floor=0)
+    return ClearedHistory(plan, cleared, estimation.count(cleared, parse_all=True))
+
+
+def clear_settings_from(stored: Mapping[str, Any] | None) -> ClearSettings:
+    """Clearing settings kept as a session setting (validated when the session was made)."""
+    stored = stored or {}
+    return ClearSettings(
+        trigger=stored.get("trigger"),
+        keep=int(stored.get("keep", DEFAULT_KEEP_TOOL_USES)),
+        clear_at_least=int(stored.get("clear_at_least", 0)),
+        exclude_tools=tuple(stored.get("exclude_tools") or ()),
+        clear_tool_inputs=bool(stored.get("clear_tool_inputs", False)),
+    )
+
+
+def cleared_to_json(cleared: Iterable[ClearedToolUse]) -> list[dict[str, Any]]:
+    """Cleared tool uses as stored in a compaction record."""
+    return [
+        {
+            "tool_call_id": c.tool_call_id,
+            "tool_name": c.tool_name,
+            "placeholder": c.placeholder,
+            "input_placeholder": c.input_placeholder,
+            "tokens_saved": c.tokens_saved,
+        }
+        for c in cleared
+    ]
+
+
+def cleared_from_json(stored: Sequence[Mapping[str, Any]] | None) -> tuple[ClearedToolUse, ...]:
+    """The cleared tool uses of a compaction record (none for older records)."""
+    return tuple(
+        ClearedToolUse(
+            tool_call_id=str(item["tool_call_id"]),
+            tool_name=str(item.get("tool_name", "tool")),
+            placeholder=str(item["placeholder"]),
+            input_placeholder=item.get("input_placeholder"),
+            tokens_saved=int(item.get("tokens_saved", 0)),
+        )
+        for item in stored or ()
+    )
