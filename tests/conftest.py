@@ -29,6 +29,23 @@ def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def tool_pairs_intact(messages: list[dict[str, Any]]) -> bool:
+    """True when every tool result in a wire-format history follows its call (both
+    formats: OpenAI tool_calls / role tool, Anthropic tool_use / tool_result blocks)."""
+    calls: set[str] = set()
+    for message in messages:
+        calls.update(c["id"] for c in message.get("tool_calls") or [])
+        if message.get("role") == "tool" and message["tool_call_id"] not in calls:
+            return False
+        if isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if block.get("type") == "tool_use":
+                    calls.add(block["id"])
+                if block.get("type") == "tool_result" and block["tool_use_id"] not in calls:
+                    return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def tokenizers() -> TokenizerRegistry:
     registry = TokenizerRegistry()

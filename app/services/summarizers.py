@@ -98,17 +98,12 @@ def build_summarizer(
     registry = models or load_registry(settings.models_file, settings.fallback_context_window)
     entry = registry.resolve(config.model)
     retry = RetryPolicy(max_retries=settings.summarizer_max_retries)
+    summarizer_class: type[anthropic.AnthropicSummarizer | openai_compat.OpenAICompatibleSummarizer]
     if config.provider == "anthropic":
-        return anthropic.AnthropicSummarizer(
-            http_client,
-            model=config.model,
-            entry=entry,
-            base_url=config.base_url,
-            api_key=config.api_key,
-            timeout_seconds=settings.summarizer_timeout_seconds,
-            retry=retry,
-        )
-    return openai_compat.OpenAICompatibleSummarizer(
+        summarizer_class = anthropic.AnthropicSummarizer
+    else:
+        summarizer_class = openai_compat.OpenAICompatibleSummarizer
+    return summarizer_class(
         http_client,
         model=config.model,
         entry=entry,

@@ -17,6 +17,7 @@ from tests.conftest import (
     CLAUDE_CODE,
     OPENHANDS,
     load_json,
+    tool_pairs_intact,
 )
 
 TRANSCRIPTS = [
@@ -26,22 +27,6 @@ TRANSCRIPTS = [
     CLAUDE_CODE / "4d5611e5.agent-a2898e3.openai.json",
     *sorted(OPENHANDS.glob("*.json")),
 ]
-
-
-def _tool_pairs_intact(messages: list[dict[str, Any]], fmt: str) -> bool:
-    calls: set[str] = set()
-    for message in messages:
-        if fmt == "openai":
-            calls.update(c["id"] for c in message.get("tool_calls") or [])
-            if message.get("role") == "tool" and message["tool_call_id"] not in calls:
-                return False
-        elif isinstance(message.get("content"), list):
-            for block in message["content"]:
-                if block.get("type") == "tool_use":
-                    calls.add(block["id"])
-                if block.get("type") == "tool_result" and block["tool_use_id"] not in calls:
-                    return False
-    return True
 
 
 def _summaries(messages: list[dict[str, Any]]) -> int:
@@ -73,7 +58,7 @@ def test_compact_real_transcript_keeps_tail_verbatim_and_pairs_intact(
     assert out["summarized_messages"] == cut - system_count
     assert out["tokens_after"] < out["tokens_before"]
     assert out["estimate_floor"] == len(new)
-    assert _tool_pairs_intact(new, out["format"])
+    assert tool_pairs_intact(new)
     kept_tokens = client.post("/estimate", json={**body, "messages": body["messages"][cut:]})
     assert sum(kept_tokens.json()["per_message"]) >= keep
     for section in SUMMARY_SECTIONS:
@@ -94,7 +79,7 @@ def test_second_compaction_updates_the_previous_summary(client: TestClient, path
     assert second["updated_previous_summary"]
     assert _summaries(second["messages"]) == 1
     assert second["cut_index"] > 1
-    assert _tool_pairs_intact(second["messages"], second["format"])
+    assert tool_pairs_intact(second["messages"])
 
 
 def test_estimate_answers_contract_fields(client: TestClient) -> None:

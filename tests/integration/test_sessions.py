@@ -18,7 +18,7 @@ from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
 from app.formats.detect import evidence_of_format
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import BIG_ANTHROPIC, BIG_OPENAI, load_json
+from tests.conftest import BIG_ANTHROPIC, BIG_OPENAI, load_json, tool_pairs_intact
 
 
 def _app(url: str, summarizer: Any = None, **settings: Any) -> TestClient:
@@ -29,21 +29,6 @@ def _app(url: str, summarizer: Any = None, **settings: Any) -> TestClient:
 def client(database_url: str) -> Iterator[TestClient]:
     with _app(database_url) as test_client:
         yield test_client
-
-
-def _pairs_intact(messages: list[dict[str, Any]]) -> bool:
-    calls: set[str] = set()
-    for message in messages:
-        calls.update(c["id"] for c in message.get("tool_calls") or [])
-        if message.get("role") == "tool" and message["tool_call_id"] not in calls:
-            return False
-        if isinstance(message.get("content"), list):
-            for block in message["content"]:
-                if block.get("type") == "tool_use":
-                    calls.add(block["id"])
-                if block.get("type") == "tool_result" and block["tool_use_id"] not in calls:
-                    return False
-    return True
 
 
 @pytest.mark.parametrize("path", [BIG_ANTHROPIC, BIG_OPENAI], ids=["anthropic", "openai"])
@@ -82,7 +67,7 @@ def test_real_transcript_in_batches_with_prepare_compacts_and_loses_nothing(
             == 1
         )
         assert context["messages"][-1] == messages[-1]
-        assert _pairs_intact(context["messages"])
+        assert tool_pairs_intact(context["messages"])
         records = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
         assert len(records) == compactions
         assert records[0]["previous_id"] is None
