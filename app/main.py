@@ -78,7 +78,14 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
                 # One shared client per run of the app; the stand-in returns at shutdown.
                 client = await stack.enter_async_context(summarizer_http_client(settings))
                 stack.callback(setattr, state.compaction, "summarizer", state.compaction.summarizer)
-                state.compaction.summarizer = build_summarizer(settings, client, state.models)
+                retries = state.metrics.summarizer_retries
+                provider = settings.summarizer
+                state.compaction.summarizer = build_summarizer(
+                    settings,
+                    client,
+                    state.models,
+                    on_retry=lambda reason: retries.labels(provider, reason).inc(),
+                )
             state.ready = True
             yield
             state.ready = False

@@ -64,7 +64,8 @@ class Metrics:
         )
         self.summarizer_retries = Counter(
             "compactor_summarizer_retries",
-            "Summary retries: truncation retries at a lower thinking level.",
+            "Summary retries: transport retries (reason: status code or connection) and "
+            "truncation retries at a lower thinking level (reason: truncated).",
             ["provider", "reason"],
             registry=self.registry,
         )

@@ -52,6 +52,8 @@ class RetryPolicy:
     # A provider asking for a longer pause than this is not coming back within a request.
     max_delay: float = 20.0
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    # Told the reason of every transport retry (status code or "connection"): metrics.
+    on_retry: Callable[[str], None] | None = None
 
     def backoff(self, retry: int) -> float:
         """Delay before retry number `retry` (1-based) when the provider gave no hint."""
@@ -146,6 +148,7 @@ async def _send_with_retries(
                 remaining = max(0.001, deadline - loop.time())
                 timeout = httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT_SECONDS, remaining))
                 retry_after: float | None = None
+                reason = "connection"
                 try:
                     response = await client.post(
                         endpoint.url, json=payload, headers=dict(endpoint.headers), timeout=timeout
@@ -168,6 +171,7 @@ async def _send_with_retries(
                     if not _is_transient(response.status_code):
                         raise _rejected(response, endpoint)
                     failure = _describe_status(response)
+                    reason = str(response.status_code)
                     retry_after = retry_after_seconds(response.headers)
                 retries += 1
                 if retries > policy.max_retries:
@@ -188,6 +192,8 @@ async def _send_with_retries(
                         f"{failure}; waiting {delay:g} s to retry would pass the "
                         f"{endpoint.timeout_seconds:g} s deadline",
                     )
+                if policy.on_retry is not None:
+                    policy.on_retry(reason)
                 await policy.sleep(delay)
     except TimeoutError:
         raise endpoint.error(

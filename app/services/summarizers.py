@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 
@@ -82,6 +82,7 @@ def build_summarizer(
     settings: Settings,
     http_client: httpx.AsyncClient | None = None,
     models: ModelRegistry | None = None,
+    on_retry: Callable[[str], None] | None = None,
 ) -> Summarizer:
     """The configured summarizer; the extractive one needs no model and no network.
 
@@ -97,7 +98,11 @@ def build_summarizer(
         )
     registry = models or load_registry(settings.models_file, settings.fallback_context_window)
     entry = registry.resolve(config.model)
-    retry = RetryPolicy(max_retries=settings.summarizer_max_retries)
+    if entry.context_window is None:
+        # An unregistered model (a local Ollama name, say) still has a window: assume the
+        # fallback one, so long histories are folded in chunks instead of overflowing it.
+        entry = replace(entry, context_window=registry.fallback_window)
+    retry = RetryPolicy(max_retries=settings.summarizer_max_retries, on_retry=on_retry)
     summarizer_class: type[anthropic.AnthropicSummarizer | openai_compat.OpenAICompatibleSummarizer]
     if config.provider == "anthropic":
         summarizer_class = anthropic.AnthropicSummarizer

@@ -351,10 +351,12 @@ def test_429_with_retry_after_is_retried(openai_fake: OpenAIFake, tmp_path: Path
     )
     with serving(openai_fake, tmp_path, "gpt-4o") as client:
         response = client.post("/compact", json=compact_body())
+        metrics = client.get("/metrics").text
     assert response.status_code == 200, response.text
     assert len(openai_fake.received) == 2
     assert openai_fake.received[0].body == openai_fake.received[1].body
     assert response.json()["summarizer"]["attempts"] == 1  # transport retries are not attempts
+    assert 'compactor_summarizer_retries_total{provider="openai",reason="429"} 1.0' in metrics
 
 
 def test_429_asking_to_wait_past_the_deadline_fails_at_once_with_503(
@@ -675,7 +677,8 @@ def _summarize_with_recorded_pauses(
             64_000,
             ("off", "low", "medium", "high"),
         ),
-        ("openai", "some-local-model", None, None, ()),
+        # Unregistered: the fallback window (so long histories are folded), no output cap.
+        ("openai", "some-local-model", 128_000, None, ()),
     ],
 )
 def test_one_shot_summarizer_takes_its_limits_from_the_registry(
