@@ -6,6 +6,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
 
+# Bounds on counts a request may carry: every value stays storable in 64-bit columns and
+# every threshold computable; no real context or usage report comes near them.
+MAX_TOKENS = 1_000_000_000_000
+MAX_MESSAGES = 10_000_000
+
 
 class BodySizeLimit:
     """Answers 413 problem+json when a body exceeds `max_bytes`, declared or streamed."""

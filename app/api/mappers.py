@@ -45,7 +45,7 @@ def compact_options(body: CompactIn) -> CompactOptions:
     )
 
 
-def estimate_out(counted: CountedHistory) -> EstimateOut:
+def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOut:
     estimate = counted.estimate
     method = counted.choice.method
     return EstimateOut(
@@ -63,7 +63,7 @@ def estimate_out(counted: CountedHistory) -> EstimateOut:
         threshold=counted.threshold,
         should_compact=counted.should_compact,
         usage_anchor_index=estimate.anchor.message_index if estimate.anchor else None,
-        estimate_floor=0,
+        estimate_floor=estimate_floor,
     )
 
 

@@ -30,7 +30,7 @@ class OrjsonRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             if may_hold_big_integers(body):
-                self._json = json.loads(body)
+                self._json = strict_json_loads(body)
             else:
                 try:
                     self._json = orjson.loads(body)
@@ -40,8 +40,32 @@ class OrjsonRequest(Request):
                             422, "the JSON body is nested too deeply; flatten it"
                         ) from exc
                     # The standard parser has the final word and the familiar error.
-                    self._json = json.loads(body)
+                    self._json = strict_json_loads(body)
         return self._json
+
+
+def strict_json_loads(body: bytes) -> Any:
+    """The standard parser, minus what it accepts beyond JSON: NaN, Infinity, numbers that
+    overflow to infinity, and unpaired UTF-16 surrogate escapes (not Unicode text; they
+    could not be stored or answered back)."""
+    value = json.loads(body, parse_constant=_refuse_constant)
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError as exc:
+        if isinstance(exc, UnicodeEncodeError):
+            raise HTTPException(
+                422,
+                "the body contains an unpaired UTF-16 surrogate escape (like \\ud800); "
+                "send valid Unicode text",
+            ) from exc
+        raise json.JSONDecodeError(
+            "a number is out of range (it would be infinite)", body.decode("utf-8", "replace"), 0
+        ) from exc
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
 
 
 class OrjsonRoute(APIRoute):

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.limits import MAX_MESSAGES, MAX_TOKENS
 from app.api.schemas_strategy import (
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
@@ -27,11 +28,11 @@ class UsageIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    message_index: int = Field(ge=0)
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_input_tokens: int = Field(default=0, ge=0)
-    cache_creation_input_tokens: int = Field(default=0, ge=0)
+    message_index: int = Field(ge=0, le=MAX_MESSAGES)
+    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    cache_read_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    cache_creation_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
 
 
 class HistoryIn(BaseModel):
@@ -50,12 +51,12 @@ class HistoryIn(BaseModel):
     )
     tools: list[dict[str, Any]] = Field(default_factory=list)
     model: str | None = Field(default=None, max_length=200)
-    context_window: int | None = Field(default=None, gt=0)
-    reserve_tokens: int | None = Field(default=None, ge=0)
-    trigger_tokens: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    trigger_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     tokenizer: TokenizerName = "auto"
     usage: list[UsageIn] = Field(default_factory=list)
-    estimate_floor: int = Field(default=0, ge=0)
+    estimate_floor: int = Field(default=0, ge=0, le=MAX_MESSAGES)
 
 
 class EstimateIn(HistoryIn):
@@ -65,7 +66,7 @@ class EstimateIn(HistoryIn):
 class CompactIn(HistoryIn):
     """Body of POST /compact."""
 
-    keep_recent_tokens: int | None = Field(default=None, gt=0)
+    keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     force: bool = Field(default=False, description="Compact even under the threshold.")
     instructions: str | None = Field(default=None, max_length=20_000)
     thinking: ThinkingLevel | None = Field(

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.limits import MAX_TOKENS
 from app.api.schemas import EstimateOut, Format, SummarizerOut, UsageIn
 from app.api.schemas_strategy import (
     PINNED_DESCRIPTION,
@@ -30,10 +31,10 @@ class SessionIn(BaseModel):
     format: Format | None = None
     system: str | list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list)
-    context_window: int | None = Field(default=None, gt=0)
-    reserve_tokens: int | None = Field(default=None, ge=0)
-    trigger_tokens: int | None = Field(default=None, gt=0)
-    keep_recent_tokens: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    trigger_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     thinking: ThinkingLevel | None = None
     strategy: Strategy | None = Field(default=None, description=STRATEGY_DESCRIPTION)
     clear: ClearIn | None = Field(default=None, description="Tool-result clearing settings.")

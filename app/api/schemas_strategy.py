@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.limits import MAX_TOKENS
+
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
 FactKindName = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
@@ -29,11 +31,15 @@ class ClearIn(BaseModel):
     trigger: int | None = Field(
         default=None,
         gt=0,
+        le=MAX_TOKENS,
         description="Clear when the history is above this many tokens; default: the threshold.",
     )
     keep: int = Field(default=3, ge=0, le=100_000, description="Newest tool uses never cleared.")
     clear_at_least: int = Field(
-        default=0, ge=0, description="Clear nothing unless at least this many tokens are saved."
+        default=0,
+        ge=0,
+        le=MAX_TOKENS,
+        description="Clear nothing unless at least this many tokens are saved.",
     )
     exclude_tools: list[Annotated[str, Field(max_length=200)]] = Field(
         default_factory=list, max_length=1_000, description="Tool names never cleared."

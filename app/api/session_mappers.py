@@ -83,8 +83,7 @@ def compaction_out(row: CompactionRow) -> CompactionOut:
 
 def context_out(view: ContextView) -> ContextOut:
     context = view.context
-    estimate = estimate_out(view.counted)
-    estimate.estimate_floor = context.estimate_floor
+    estimate = estimate_out(view.counted, context.estimate_floor)
     return ContextOut(
         format=context.format,
         system=context.session.system,

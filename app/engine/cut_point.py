@@ -41,21 +41,34 @@ def nearest_valid_cut(messages: Sequence[Message], index: int, start: int) -> in
     return None
 
 
+def tool_pairs(messages: Sequence[Message]) -> list[tuple[int, int]]:
+    """(call index, result index) of every answered tool call.
+
+    A result pairs with the most recent unanswered call of its id, so backends that reuse
+    ids across turns (`call_0` every turn) pair turn by turn. Results with no earlier call
+    and calls never answered form no pair: they cannot be split.
+    """
+    unanswered: dict[str, list[int]] = {}
+    pairs: list[tuple[int, int]] = []
+    for index, message in enumerate(messages):
+        for call_id in message.tool_result_ids:
+            open_calls = unanswered.get(call_id)
+            if open_calls:
+                pairs.append((open_calls.pop(), index))
+        for call_id in message.tool_call_ids:
+            unanswered.setdefault(call_id, []).append(index)
+    return pairs
+
+
 def keep_tool_pairs_together(messages: Sequence[Message], cut: int, start: int) -> int:
     """Moves `cut` back until every call/result pair lies wholly on one side of it.
 
-    Handles parallel calls, results that arrive out of order or several messages late.
-    Results with no call anywhere (or calls never answered) cannot be split and are left.
+    Handles parallel calls, results that arrive out of order or several messages late, and
+    ids reused across turns.
     """
-    positions: dict[str, list[int]] = {}
-    for index, message in enumerate(messages):
-        for call_id in (*message.tool_call_ids, *message.tool_result_ids):
-            positions.setdefault(call_id, []).append(index)
+    pairs = tool_pairs(messages)
     while cut > start:
-        earliest_split = min(
-            (min(where) for where in positions.values() if min(where) < cut <= max(where)),
-            default=None,
-        )
+        earliest_split = min((call for call, result in pairs if call < cut <= result), default=None)
         if earliest_split is None:
             return cut
         moved = nearest_valid_cut(messages, earliest_split, start)

@@ -21,6 +21,7 @@ CURRENT_REQUEST_HEADING = "## Current Request"
 _WORDS = ("current request",)
 _INTRO = "The messages kept after this summary continue the work on this user request:"
 _MAX_REQUEST_CHARS = 2_000
+_ALREADY_QUOTED_PROBE = 200
 
 
 def split_turn_request(
@@ -42,7 +43,10 @@ def with_current_request(summary: str, request: str | None) -> str:
     """`summary` with at most one Current Request section, quoting `request` unless the
     summary already holds it word for word (as the extractive Goal does for the task)."""
     summary = remove_section(summary, _WORDS)
-    if request is None or one_line(request) in one_line(summary):
+    # Summaries cap what they quote (the extractive Goal at 1,500 characters), so a request
+    # whose opening words are already there counts as held; quoting it again would only
+    # make the summary longer than what it replaces.
+    if request is None or one_line(request)[:_ALREADY_QUOTED_PROBE] in one_line(summary):
         return summary
     quoted = "\n".join(f"> {line}".rstrip() for line in request.splitlines())
     return f"{summary}\n\n{CURRENT_REQUEST_HEADING}\n{_INTRO}\n{quoted}"

@@ -31,7 +31,10 @@ def compaction_threshold(settings: CompactionSettings) -> int:
     reserve = settings.reserve_tokens
     window = settings.context_window
     if window is None:
-        return settings.fallback_window - reserve
+        fallback = settings.fallback_window
+        # The chapter's rule is fallback - reserve; a reserve at least as large as the
+        # fallback window would make that zero or negative, so the small-window rule applies.
+        return fallback - reserve if fallback > reserve else max(1, math.floor(0.85 * fallback))
     if window > reserve:
         return min(math.floor(0.85 * window), window - reserve)
     return max(1, math.floor(0.85 * window))

@@ -136,6 +136,16 @@ def _tool_calls(calls: Any, where: str) -> tuple[Block, ...]:
     return tuple(blocks)
 
 
+def leading_system_count(raws: Sequence[Any]) -> int:
+    """How many of the first wire messages are system/developer messages."""
+    count = 0
+    for raw in raws:
+        if not isinstance(raw, dict) or raw.get("role") not in ("system", "developer"):
+            break
+        count += 1
+    return count
+
+
 def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()) -> Conversation:
     """A whole request; leading system/developer messages form the system prompt."""
     parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))

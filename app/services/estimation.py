@@ -154,7 +154,7 @@ class EstimationService:
         inline = (
             conversation.inline_system_count
             if conversation is not None
-            else _leading_system_count(history.messages, fmt)
+            else (openai.leading_system_count(history.messages) if fmt == OPENAI else 0)
         )
         system_tokens = self._cached_count(
             ("system", history.system),
@@ -235,17 +235,6 @@ class EstimationService:
             cached = compute()
             self.cache.put(key, cached)
         return cached
-
-
-def _leading_system_count(raws: Sequence[Any], fmt: str) -> int:
-    if fmt != OPENAI:
-        return 0
-    count = 0
-    for raw in raws:
-        if not isinstance(raw, dict) or raw.get("role") not in ("system", "developer"):
-            break
-        count += 1
-    return count
 
 
 def _system_text(system: Any, fmt: str) -> str:

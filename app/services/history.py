@@ -41,4 +41,3 @@ class CompactOptions:
     clear: ClearSettings = field(default_factory=ClearSettings)
     # Facts the caller wants in every summary, verbatim.
     pinned: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)

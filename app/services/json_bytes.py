@@ -23,4 +23,6 @@ def json_bytes(value: Any, where: str = "body") -> bytes:
                 f"{where}: JSON nested deeper than {MAX_NESTING} levels; flatten it",
                 where=where,
             ) from exc
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        # "surrogatepass": a lone surrogate (which orjson refuses) still hashes.
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "surrogatepass")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.errors import InvalidHistoryError
 from app.engine.estimate import UsageReport
 from app.engine.marker import SummaryMarker
 from app.formats.clearing import apply_cleared
@@ -14,8 +15,6 @@ from app.services.clearing import cleared_from_json
 from app.services.estimation import FORMATS
 from app.services.history import HistoryInput
 from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
-
-_SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +48,33 @@ class SessionContext:
 
 
 def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
-    """The session's format, or the one these messages prove (None: still undecided)."""
+    """The session's format, or the one this batch decides; None while it reads the same
+    in both.
+
+    A batch decides by its block types, or by being valid in only one format (an assistant
+    message without content is OpenAI). While undecided, every stored message is valid in
+    both, so whichever format is decided later can still read all of them.
+    """
+    if session.format:
+        return session.format
     # A session's `system` is a setting in both formats, not evidence of one.
-    return session.format or evidence_of_format(messages)
+    proven = evidence_of_format(messages)
+    if proven is not None:
+        return proven
+    readable = [name for name, parser in FORMATS.items() if _all_valid(parser, messages)]
+    if len(readable) == 1:
+        return readable[0]
+    # Valid in both: undecided. Valid in neither: OpenAI, whose parser names the problem.
+    return None if readable else "openai"
+
+
+def _all_valid(parser: Any, messages: Sequence[Any]) -> bool:
+    try:
+        for i, message in enumerate(messages):
+            parser.parse_message(message, f"messages[{i}]")
+    except InvalidHistoryError:
+        return False
+    return True
 
 
 def build_context(
@@ -103,15 +126,3 @@ def build_context(
         estimate_floor=floor if floor is not None else len(messages),
         latest=latest,
     )
-
-
-def leading_system_count(messages: Sequence[Any], fmt: str) -> int:
-    """How many of the first messages are OpenAI system/developer messages."""
-    if fmt != "openai":
-        return 0
-    count = 0
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") not in _SYSTEM_ROLES:
-            break
-        count += 1
-    return count

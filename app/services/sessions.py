@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -28,6 +27,7 @@ from app.engine.errors import (
 from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
+from app.formats import openai
 from app.services.clearing import clear_settings_from, clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.compaction_records import record_fields
@@ -38,7 +38,6 @@ from app.services.json_bytes import json_bytes
 from app.services.session_context import (
     SessionContext,
     build_context,
-    leading_system_count,
     session_format,
 )
 from app.services.session_errors import (
@@ -127,7 +126,7 @@ class SessionService:
         """None when the store answers and its tables exist, else what is wrong."""
         try:
             with self._sessions() as db:
-                db.execute(select(SessionRow.id).limit(1))
+                SessionRepository(db).ping()
         except SQLAlchemyError as exc:
             return str(getattr(exc, "orig", None) or exc).splitlines()[0]
         return None
@@ -218,8 +217,7 @@ class SessionService:
                     where="usage",
                 )
         fmt = session_format(row, messages)
-        # Plain user/assistant text reads the same in both formats: validate it as OpenAI
-        # and decide the session's format when a message first proves it.
+        # Undecided (None) means valid in both formats; the OpenAI parser checks it again.
         parser = FORMATS[fmt or "openai"]
         for i, message in enumerate(messages):
             parser.parse_message(message, f"messages[{i}]")
@@ -228,9 +226,14 @@ class SessionService:
         result = AppendResult(appended=0, first_seq=None, last_seq=None)
         if messages:
             sessions = SessionRepository(db)
-            first = sessions.reserve_seqs(session_id, len(messages))
-            if first == row.system_prefix_count:
-                row.system_prefix_count += leading_system_count(messages, fmt or "openai")
+            try:
+                first = sessions.reserve_seqs(session_id, len(messages))
+            except LookupError:
+                raise SessionNotFoundError(f"session {session_id} not found") from None
+            # Leading system messages extend the prefix only while nothing else came yet
+            # (an undecided batch is plain user/assistant text and adds none).
+            if first == row.system_prefix_count and fmt in (None, "openai"):
+                row.system_prefix_count += openai.leading_system_count(messages)
             TranscriptRepository(db).append(session_id, first, messages, usage)
             result = AppendResult(len(messages), first, first + len(messages) - 1)
         if idempotency_key is not None:

@@ -94,8 +94,8 @@ class CompactionRow(Base):
     first_kept_seq: Mapped[int] = mapped_column(BigInteger)
     # The transcript length this compaction saw; usage on entries before it is stale.
     covered_seq: Mapped[int] = mapped_column(BigInteger)
-    tokens_before: Mapped[int] = mapped_column(Integer)
-    tokens_after: Mapped[int] = mapped_column(Integer)
+    tokens_before: Mapped[int] = mapped_column(BigInteger)
+    tokens_after: Mapped[int] = mapped_column(BigInteger)
     trigger: Mapped[str] = mapped_column(String(20))
     summarizer: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     instructions: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -44,8 +44,15 @@ class SessionRepository:
             .where(SessionRow.id == session_id)
             .values(entry_count=SessionRow.entry_count + count)
             .returning(SessionRow.entry_count)
-        ).scalar_one()
+        ).scalar_one_or_none()
+        if new_count is None:
+            # Deleted by a concurrent request since it was read.
+            raise LookupError(session_id)
         return int(new_count) - count
+
+    def ping(self) -> None:
+        """A cheap query that fails unless the database answers and the schema exists."""
+        self.db.execute(select(SessionRow.id).limit(1))
 
     def delete(self, session_id: str) -> None:
         # Children first: SQLite enforces ON DELETE CASCADE only with foreign_keys on, and

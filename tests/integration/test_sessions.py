@@ -298,3 +298,36 @@ def test_format_is_decided_by_the_first_message_that_proves_it(client: TestClien
     context = client.get(f"/sessions/{sid}/context").json()
     direct = client.post("/estimate", json={"messages": messages, "model": body["model"]}).json()
     assert context["estimate"]["tokens"] == direct["tokens"]
+
+
+def test_a_batch_valid_in_only_one_format_decides_it(client: TestClient) -> None:
+    sid = client.post("/sessions", json={}).json()["id"]
+    first = [{"role": "user", "content": "hi"}, {"role": "assistant"}]  # OpenAI only
+    assert client.post(f"/sessions/{sid}/messages", json={"messages": first}).status_code == 200
+    assert client.get(f"/sessions/{sid}").json()["format"] == "openai"
+    image = {"type": "image", "source": {"type": "url", "url": "http://x/y.png"}}
+    later = {"messages": [{"role": "user", "content": [image]}]}
+    refused = client.post(f"/sessions/{sid}/messages", json=later)
+    assert refused.status_code == 422
+    assert "Anthropic content block" in refused.json()["detail"]
+    assert client.get(f"/sessions/{sid}/context").status_code == 200
+    assert client.post(f"/sessions/{sid}/prepare").status_code == 200
+
+
+def test_huge_usage_reports_are_refused_and_big_ones_are_stored(client: TestClient) -> None:
+    sid = client.post("/sessions", json={"trigger_tokens": 50, "keep_recent_tokens": 100}).json()[
+        "id"
+    ]
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "x " * 150}
+        for i in range(12)
+    ]
+    absurd = [{"message_index": 11, "input_tokens": 10**20}]
+    refused = client.post(f"/sessions/{sid}/messages", json={"messages": messages, "usage": absurd})
+    assert refused.status_code == 422
+    # Beyond 32 bits, within reason: stored and compacted on both backends.
+    big = [{"message_index": 11, "input_tokens": 3_000_000_000}]
+    client.post(f"/sessions/{sid}/messages", json={"messages": messages, "usage": big})
+    compacted = client.post(f"/sessions/{sid}/compact", json={})
+    assert compacted.status_code == 200, compacted.text
+    assert compacted.json()["compaction"]["tokens_before"] >= 3_000_000_000

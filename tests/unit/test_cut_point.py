@@ -74,3 +74,15 @@ def test_only_a_previous_summary_before_the_cut_means_nothing_to_compact() -> No
 def test_a_tail_of_only_tool_results_falls_back_to_nothing_to_compact() -> None:
     messages = [assistant("", ("x", "bash")), tool("x", "big")]
     assert find_cut_index(messages, [5, 100], keep_recent_tokens=10) == 0
+
+
+def test_ids_reused_every_turn_pair_turn_by_turn() -> None:
+    # Some OpenAI-compatible backends call every tool `call_0`.
+    turns = []
+    for n in range(4):
+        turns += [user(f"step {n}"), assistant("", ("call_0", "bash")), tool("call_0"), assistant()]
+    per_message = [10] * len(turns)
+    unique = []
+    for n in range(4):
+        unique += [user(f"step {n}"), assistant("", (f"c{n}", "bash")), tool(f"c{n}"), assistant()]
+    assert find_cut_index(turns, per_message, 35) == find_cut_index(unique, per_message, 35) == 12

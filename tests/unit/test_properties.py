@@ -90,12 +90,17 @@ def leading_system_count(messages: Sequence[dict[str, Any]]) -> int:
     return count
 
 
-def positions_by_id(messages: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
-    positions: dict[str, list[int]] = defaultdict(list)
+def tool_pairs(messages: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(call index, result index): a result answers the newest unanswered call of its id."""
+    unanswered: dict[str, list[int]] = defaultdict(list)
+    pairs: list[tuple[int, int]] = []
     for index, message in enumerate(messages):
-        for call_id in (*call_ids(message), *result_ids(message)):
-            positions[call_id].append(index)
-    return positions
+        for call_id in result_ids(message):
+            if unanswered[call_id]:
+                pairs.append((unanswered[call_id].pop(), index))
+        for call_id in call_ids(message):
+            unanswered[call_id].append(index)
+    return pairs
 
 
 def oracle_candidate(per_message: Sequence[int], keep: int, start: int) -> int | None:
@@ -117,17 +122,17 @@ def oracle_cut(
     candidate = oracle_candidate(per_message, keep, start)
     if candidate is None:
         return start
-    positions = positions_by_id(messages).values()
+    pairs = tool_pairs(messages)
     for cut in range(candidate, start, -1):
-        splits = any(min(where) < cut <= max(where) for where in positions)
+        splits = any(call < cut <= result for call, result in pairs)
         if is_valid_cut(messages[cut]) and not splits:
             return cut
     return start
 
 
 def assert_pairs_on_one_side(messages: Sequence[dict[str, Any]], cut: int) -> None:
-    for call_id, where in positions_by_id(messages).items():
-        assert (min(where) < cut) == (max(where) < cut), f"pair {call_id} split by cut {cut}"
+    for call, result in tool_pairs(messages):
+        assert (call < cut) == (result < cut), f"pair {call}->{result} split by cut {cut}"
 
 
 def assert_no_orphaned_results(

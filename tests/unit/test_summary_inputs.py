@@ -167,3 +167,30 @@ def test_registry_resolves_prefixes_and_accepts_an_override_file(tmp_path: Path)
     overridden = load_registry(extra, fallback_window=64_000)
     assert overridden.resolve("my-local-model").context_window == 32_768
     assert overridden.fallback_window == 64_000
+
+
+def test_a_long_request_already_in_the_goal_is_not_quoted_again() -> None:
+    from app.engine.extractive import ExtractiveSummarizer
+    from app.engine.split_turn import (
+        CURRENT_REQUEST_HEADING,
+        split_turn_request,
+        with_current_request,
+    )
+
+    request = "Refactor the parser so that " + "every token keeps its source span. " * 45
+    folded = [user(request), assistant("", ("t1", "read")), tool("t1", "source")]
+    kept = [assistant("Now editing the parser.")]
+    summarizer = ExtractiveSummarizer()
+    summary_request = SummaryRequest(
+        system_prompt="",
+        prompt="",
+        messages=tuple(folded),
+        previous_summary=None,
+        instructions=None,
+        max_output_tokens=1000,
+        thinking=ThinkingLevel.OFF,
+    )
+    summary = asyncio.run(summarizer.summarize(summary_request)).text
+    final = with_current_request(summary, split_turn_request(folded, kept, None))
+    assert CURRENT_REQUEST_HEADING not in final
+    assert len(final) < len(request) + 1_000

@@ -64,3 +64,9 @@ def test_summary_budget_is_80_percent_of_reserve_capped_by_model() -> None:
     assert summary_output_budget(32_768, None) == 26_214
     assert summary_output_budget(32_768, 8_192) == 8_192
     assert summary_output_budget(10_000, 64_000) == 8_000
+
+
+def test_unknown_window_with_a_reserve_above_the_fallback_stays_positive() -> None:
+    settings = CompactionSettings(context_window=None, reserve_tokens=150_000)
+    assert compaction_threshold(settings) == 108_800
+    assert not should_compact(10, settings)

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from app.api.deps import State
 from app.api.problems import Problem
+from app.api.routing import OrjsonRoute
 from app.api.schemas_system import SourceOut, SystemPromptIn, SystemPromptOut
 from app.engine.system_prompt import (
     AssembledSystemPrompt,
@@ -19,7 +20,7 @@ from app.engine.system_prompt import (
 )
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 
-router = APIRouter(tags=["context"])
+router = APIRouter(tags=["context"], route_class=OrjsonRoute)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "Malformed JSON"},
