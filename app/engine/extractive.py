@@ -38,6 +38,7 @@ _INFO = SummarizerInfo(
 
 _FIRST_GOAL_CHARS = 1500
 _LATER_GOAL_CHARS = 300
+_MAX_EARLY_GOALS = 3
 _MAX_LATER_GOALS = 6
 MAX_CONSTRAINTS = 40
 _MAX_DONE = 30
@@ -112,8 +113,14 @@ def _merged_goals(previous: tuple[str, ...], requests: tuple[str, ...]) -> tuple
         goals.append(cap_with_note(later.pop(0), _FIRST_GOAL_CHARS))
     goals += [cap_with_note(one_line(r), _LATER_GOAL_CHARS) for r in later if is_substantive(r)]
     unique = unique_items(goals)
-    if len(unique) > 1 + _MAX_LATER_GOALS:
-        unique = (unique[0], *unique[-_MAX_LATER_GOALS:])
+    # The opening requests define the task and the latest show where it is heading; the
+    # ones in between are the first to go.
+    if len(unique) > 1 + _MAX_EARLY_GOALS + _MAX_LATER_GOALS:
+        unique = (
+            unique[0],
+            *unique[1 : 1 + _MAX_EARLY_GOALS],
+            *unique[-_MAX_LATER_GOALS:],
+        )
     return unique
 
 

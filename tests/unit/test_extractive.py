@@ -431,3 +431,21 @@ def test_real_claude_code_transcript_mentions_the_files_its_tools_touched() -> N
     assert section(summary, "## Goal").startswith("- start phoenix in background")
     # Claude Code's local-command caveat is harness text, not a user constraint.
     assert "DO NOT respond" not in summary
+
+
+def test_goal_keeps_the_opening_requests_and_the_latest_across_rounds() -> None:
+    from app.engine.extractive import extractive_summary
+
+    def request(n: int) -> Message:
+        text = f"Request {n}: please handle part {n} of the migration."
+        return Message(role=Role.USER, blocks=(Block(kind=BlockKind.TEXT, text=text),))
+
+    summary = None
+    for n in range(0, 20, 2):  # ten rounds of two requests each
+        summary = extractive_summary((request(n), request(n + 1)), summary, None)
+    assert summary is not None
+    goal = summary.split("## Constraints")[0]
+    for n in (0, 1, 2, 3, 14, 15, 16, 17, 18, 19):
+        assert f"Request {n}:" in goal, n
+    for n in (5, 8, 11):
+        assert f"Request {n}:" not in goal, n
