@@ -175,7 +175,7 @@ async def summarize_with_retry(
         raise EmptySummaryError(
             "the summarizer returned an empty summary", provider=info.provider, model=info.model
         )
-    return result, attempts, level
+    return result, attempts, result.thinking or level
 
 
 def split_into_chunks(

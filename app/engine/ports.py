@@ -66,6 +66,9 @@ class SummaryResult:
     text: str
     truncated: bool = False
     usage: SummaryUsage = field(default_factory=SummaryUsage)
+    # The level the provider really used, when it differs from the one asked for (e.g. a
+    # budget too small for thinking); None means as requested.
+    thinking: ThinkingLevel | None = None
 
 
 class Summarizer(Protocol):

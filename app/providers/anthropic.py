@@ -138,8 +138,11 @@ class AnthropicSummarizer:
             + (usage.cache_creation_input_tokens or 0)
             + (usage.cache_read_input_tokens or 0)
         )
+        sent_thinking = thinking_budget(request.thinking, request.max_output_tokens) is not None
         return SummaryResult(
             text="".join(texts),
             truncated=answer.stop_reason in _TRUNCATED_STOPS,
             usage=SummaryUsage(prompt_tokens, usage.output_tokens),
+            # A budget too small for thinking sent none: report that, not the level asked.
+            thinking=None if sent_thinking else ThinkingLevel.OFF,
         )

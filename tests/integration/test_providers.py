@@ -278,6 +278,8 @@ def test_anthropic_call_carries_system_budget_and_thinking(
     assert_summary_of_the_fake(out["summary"], out["restored_facts"])
     assert "NOT-PART-OF-THE-SUMMARY" not in response.text
     assert out["summarizer"]["input_tokens"] == 1200
+    # The level reported is the one really sent: none when the budget had no room for it.
+    assert out["summarizer"]["thinking"] == (thinking if thinking_budget else "off")
     assert out["summarizer"]["output_tokens"] == 300
 
 
