@@ -27,7 +27,7 @@ def serve(
 
     import uvicorn
 
-    from app.api.observability import json_log_config
+    from app.json_logging import json_log_config
     from app.serving import NoDelayH11Protocol
     from app.settings import Settings
 
@@ -76,8 +76,8 @@ def estimate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the /estimate answer.")] = False,
 ) -> None:
     """Print a token breakdown of a history file."""
-    from app.api.mappers import estimate_out, history_input
-    from app.api.schemas import EstimateIn
+    from app.api.mappers.history import estimate_out, history_input
+    from app.api.schemas.history import EstimateIn
     from app.main import build_state
     from app.settings import Settings
 
@@ -115,8 +115,8 @@ def compact(
     instructions: Annotated[str | None, typer.Option(help="Focus for the summary.")] = None,
 ) -> None:
     """Compact a history file with the configured summarizer; print or write the answer."""
-    from app.api.mappers import compact_options, compact_out, history_input
-    from app.api.schemas import CompactIn
+    from app.api.mappers.history import compact_options, compact_out, history_input
+    from app.api.schemas.history import CompactIn
     from app.engine.errors import CompactorError
     from app.main import build_state
     from app.services.compaction import CompactionOutcome

@@ -11,17 +11,18 @@ from fastapi import Depends, FastAPI
 from app import __version__
 from app.api.auth import current_tenant, parse_api_keys
 from app.api.limits import BodySizeLimit
-from app.api.observability import Metrics, RequestObservation
+from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
+from app.api.request_log import RequestObservation
 from app.api.routes import health, history, metrics, sessions, system_prompt
 from app.api.state import AppState
-from app.engine.count_cache import TokenCountCache
+from app.engine.counting.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.sessions import SessionService
+from app.services.sessions.service import SessionService
 from app.services.summarizers import (
     build_summarizer,
     initial_summarizer,

@@ -19,8 +19,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.accounting import CountingRules, message_cost_parts  # noqa: E402
-from app.engine.count_cache import TokenCountCache  # noqa: E402
+from app.engine.counting.accounting import CountingRules, message_cost_parts  # noqa: E402
+from app.engine.counting.count_cache import TokenCountCache  # noqa: E402
 from app.main import build_state, create_app  # noqa: E402
 from app.services.estimation import FORMATS, EstimationService  # noqa: E402
 from app.services.history import CompactOptions, HistoryInput  # noqa: E402

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.compaction.marker import SummaryMarker
 from app.engine.errors import IneffectiveCompactionError
-from app.engine.marker import SummaryMarker
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
 from app.services.compaction import CompactionService
 from app.services.history import CompactOptions, HistoryInput

@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from app.engine.marker import SUMMARY_MARKER, SUMMARY_MARKER_PREFIX
+from app.engine.compaction.marker import SUMMARY_MARKER, SUMMARY_MARKER_PREFIX
 
 JsonObject = dict[str, Any]
 

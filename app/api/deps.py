@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.sessions import SessionService
+from app.services.sessions.service import SessionService
 
 
 def get_state(request: Request) -> AppState:

@@ -23,7 +23,7 @@ from app.engine.errors import (
     SummarizerUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
-from app.services.session_errors import (
+from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
     SessionNotFoundError,

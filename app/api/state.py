@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from app.api.observability import Metrics
+from app.api.metrics import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.sessions import SessionService
+from app.services.sessions.service import SessionService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.extractive_text import code_span
-from app.engine.extractive_tools import call_target
+from app.engine.extractive.text import code_span
+from app.engine.extractive.tools import call_target
 from app.engine.messages import BlockKind, Message
 from app.engine.ports import Tokenizer
 

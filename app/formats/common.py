@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.engine.counting.images import image_size_from_base64
 from app.engine.errors import InvalidHistoryError
-from app.engine.images import image_size_from_base64
 from app.engine.messages import Block, BlockKind, ImageInfo
 
 

@@ -6,24 +6,24 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from app.engine.clearing import ClearedToolUse
-from app.engine.compaction import (
+from app.engine.compaction.fidelity import FinishedSummary, finish_summary
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.orchestration import (
     CompactionPlan,
     SummaryOptions,
     SummaryOutcome,
     plan_compaction,
     summarize_plan,
 )
+from app.engine.compaction.thresholds import summary_output_budget
 from app.engine.errors import (
     CallerGoneError,
     IneffectiveCompactionError,
     NothingToCompactError,
     SummarizerError,
 )
-from app.engine.fidelity import FinishedSummary, finish_summary
-from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
-from app.engine.thresholds import summary_output_budget
 from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
 from app.services.estimation import FORMATS, CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput

@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.accounting import (
+from app.engine.compaction.thresholds import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionSettings,
+    compaction_threshold,
+    should_compact,
+)
+from app.engine.counting.accounting import (
     OPENAI,
     REPLY_PRIMING,
     CountingRules,
@@ -14,19 +21,12 @@ from app.engine.accounting import (
     count_tools,
     message_cost_parts,
 )
-from app.engine.count_cache import TokenCountCache
+from app.engine.counting.count_cache import TokenCountCache
+from app.engine.counting.estimate import ContextEstimate, estimate_context
 from app.engine.errors import InvalidHistoryError
-from app.engine.estimate import ContextEstimate, estimate_context
 from app.engine.messages import Conversation, Message
 from app.engine.models import ModelInfo, ModelRegistry
 from app.engine.ports import Tokenizer
-from app.engine.thresholds import (
-    DEFAULT_KEEP_RECENT_TOKENS,
-    DEFAULT_RESERVE_TOKENS,
-    CompactionSettings,
-    compaction_threshold,
-    should_compact,
-)
 from app.formats import anthropic, openai
 from app.formats.detect import detect_format
 from app.services.history import HistoryInput

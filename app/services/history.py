@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.clearing import ClearSettings
-from app.engine.estimate import UsageReport
+from app.engine.counting.estimate import UsageReport
 from app.engine.thinking import ThinkingLevel
 
 

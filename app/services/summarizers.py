@@ -10,7 +10,7 @@ import httpx
 
 from app import __version__
 from app.engine.errors import SummarizerUnavailableError
-from app.engine.extractive import ExtractiveSummarizer
+from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.models import ModelRegistry
 from app.engine.ports import Summarizer, SummarizerInfo, SummaryRequest, SummaryResult
 from app.providers import anthropic, openai_compat

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.engine.clearing import CLEARED_RESULT_PREFIX, is_cleared_input
-from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from tests.conftest import (
     AUTOCOMPACTED_ANTHROPIC,
     BIG_ANTHROPIC,

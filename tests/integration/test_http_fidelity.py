@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.engine.marker import SummaryMarker
+from app.engine.compaction.marker import SummaryMarker
 from tests.conftest import BIG_OPENAI, load_json
 
 PIN = "Releases are cut from the `release/*` branches only."

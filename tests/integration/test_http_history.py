@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.engine.marker import SUMMARY_MARKER_PREFIX
-from app.engine.prompts import SUMMARY_SECTIONS
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.prompts import SUMMARY_SECTIONS
 from tests.conftest import (
     AUTOCOMPACTED_ANTHROPIC,
     BIG_ANTHROPIC,

@@ -19,10 +19,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT
 from app.engine.errors import SummarizerUnavailableError
-from app.engine.marker import SUMMARY_MARKER_PREFIX
 from app.engine.ports import SummaryRequest
-from app.engine.prompts import SUMMARIZER_SYSTEM_PROMPT
 from app.engine.thinking import ThinkingLevel
 from app.main import create_app
 from app.providers import OpenAICompatibleSummarizer, RetryPolicy

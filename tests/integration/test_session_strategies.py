@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.engine.clearing import CLEARED_RESULT_PREFIX
-from app.engine.extractive import ExtractiveSummarizer
-from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
 from app.main import create_app
 from app.settings import Settings

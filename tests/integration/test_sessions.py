@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.errors import SummarizerUnavailableError
-from app.engine.extractive import ExtractiveSummarizer
-from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
 from app.formats.detect import evidence_of_format
 from app.main import create_app

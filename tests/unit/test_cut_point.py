@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.compaction import plan_compaction
-from app.engine.cut_point import find_cut_index
+from app.engine.compaction.cut_point import find_cut_index
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.orchestration import plan_compaction
 from app.engine.errors import NothingToCompactError
-from app.engine.marker import SummaryMarker
 from tests.unit.factories import assistant, system, tool, user
 
 

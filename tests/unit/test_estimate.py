@@ -8,9 +8,13 @@ import zlib
 
 import pytest
 
-from app.engine.count_cache import TokenCountCache
-from app.engine.estimate import UsageReport, estimate_context
-from app.engine.images import anthropic_image_tokens, image_size_from_base64, openai_image_tokens
+from app.engine.counting.count_cache import TokenCountCache
+from app.engine.counting.estimate import UsageReport, estimate_context
+from app.engine.counting.images import (
+    anthropic_image_tokens,
+    image_size_from_base64,
+    openai_image_tokens,
+)
 from app.registry import load_registry
 from app.services.estimation import EstimationService
 from app.services.history import HistoryInput

@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine.extractive import ExtractiveSummarizer
-from app.engine.marker import SummaryMarker
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.prompts import SUMMARY_SECTIONS
+from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.messages import Block, BlockKind, ImageInfo, Message, Role
 from app.engine.ports import SummaryRequest
-from app.engine.prompts import SUMMARY_SECTIONS
 from app.engine.thinking import ThinkingLevel
 
 TOOL_HEAVY = Path(__file__).parents[1] / "data" / "claude_code" / "tool_heavy.openai.json"
@@ -434,7 +434,7 @@ def test_real_claude_code_transcript_mentions_the_files_its_tools_touched() -> N
 
 
 def test_goal_keeps_the_opening_requests_and_the_latest_across_rounds() -> None:
-    from app.engine.extractive import extractive_summary
+    from app.engine.extractive.summarizer import extractive_summary
 
     def request(n: int) -> Message:
         text = f"Request {n}: please handle part {n} of the migration."

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from app.engine.extractive_sections import parse_summary
-from app.engine.extractive_text import constraint_sentences
+from app.engine.extractive.sections import parse_summary
+from app.engine.extractive.text import constraint_sentences
 from app.main import build_state
 from app.services.compaction import CompactionService
 from app.settings import Settings

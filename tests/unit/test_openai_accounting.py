@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.count_cache import TokenCountCache
+from app.engine.counting.count_cache import TokenCountCache
 from app.registry import load_registry
 from app.services.estimation import EstimationService
 from app.services.history import HistoryInput

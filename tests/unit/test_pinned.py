@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.engine.compaction import CompactionPlan
-from app.engine.extractive import extractive_summary
-from app.engine.extractive_sections import parse_summary
-from app.engine.fidelity import finish_summary
+from app.engine.compaction.fidelity import finish_summary
+from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.compaction.pinned import (
+    FactKind,
+    PinnedFact,
+    collect_pinned_facts,
+    restore_pinned_facts,
+)
+from app.engine.compaction.prompts import SUMMARY_SECTIONS
+from app.engine.compaction.split_turn import CURRENT_REQUEST_HEADING, split_turn_request
+from app.engine.extractive.sections import parse_summary
+from app.engine.extractive.summarizer import extractive_summary
 from app.engine.messages import Block, BlockKind, Message, Role
-from app.engine.pinned import FactKind, PinnedFact, collect_pinned_facts, restore_pinned_facts
-from app.engine.prompts import SUMMARY_SECTIONS
-from app.engine.split_turn import CURRENT_REQUEST_HEADING, split_turn_request
 from tests.unit.factories import user
 
 RULE = "Never edit the generated files in `gen/`."

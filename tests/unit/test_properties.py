@@ -22,9 +22,9 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from app.engine.cut_point import find_cut_index
+from app.engine.compaction.cut_point import find_cut_index
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX, SummaryMarker
 from app.engine.errors import IneffectiveCompactionError
-from app.engine.marker import SUMMARY_MARKER_PREFIX, SummaryMarker
 from app.engine.messages import Block, BlockKind, Message, Role
 from app.main import build_state
 from app.services.compaction import CompactionOutcome, CompactionService

@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.compaction import SummaryOptions, plan_compaction, summarize_plan
+from app.engine.compaction.marker import SUMMARY_MARKER, SummaryMarker, previous_summary_of
+from app.engine.compaction.orchestration import SummaryOptions, plan_compaction, summarize_plan
+from app.engine.compaction.prompts import (
+    SUMMARIZER_SYSTEM_PROMPT,
+    SUMMARY_SECTIONS,
+    build_summary_prompt,
+)
+from app.engine.compaction.serialize import serialize_for_summary
 from app.engine.errors import EmptySummaryError, SummaryTruncatedError
-from app.engine.marker import SUMMARY_MARKER, SummaryMarker, previous_summary_of
 from app.engine.messages import Block, BlockKind, ImageInfo, Message, Role
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
-from app.engine.prompts import SUMMARIZER_SYSTEM_PROMPT, SUMMARY_SECTIONS, build_summary_prompt
-from app.engine.serialize import serialize_for_summary
 from app.engine.thinking import ThinkingLevel
 from app.registry import load_registry
 from app.tokenizers.bpe import CharsPerTokenTokenizer
@@ -170,12 +174,12 @@ def test_registry_resolves_prefixes_and_accepts_an_override_file(tmp_path: Path)
 
 
 def test_a_long_request_already_in_the_goal_is_not_quoted_again() -> None:
-    from app.engine.extractive import ExtractiveSummarizer
-    from app.engine.split_turn import (
+    from app.engine.compaction.split_turn import (
         CURRENT_REQUEST_HEADING,
         split_turn_request,
         with_current_request,
     )
+    from app.engine.extractive.summarizer import ExtractiveSummarizer
 
     request = "Refactor the parser so that " + "every token keeps its source span. " * 45
     folded = [user(request), assistant("", ("t1", "read")), tool("t1", "source")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.thresholds import (
+from app.engine.compaction.thresholds import (
     CompactionSettings,
     compaction_threshold,
     should_compact,

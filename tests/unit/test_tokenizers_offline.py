@@ -65,7 +65,7 @@ def test_a_missing_ranks_file_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(ENCODINGS))
 def test_fast_counter_agrees_with_tiktoken_on_real_transcript_texts(name: str) -> None:
-    from app.engine.accounting import CountingRules, message_cost_parts
+    from app.engine.counting.accounting import CountingRules, message_cost_parts
     from app.formats import anthropic
     from app.tokenizers.bpe import TokenizerRegistry
     from tests.conftest import BIG_ANTHROPIC, load_json

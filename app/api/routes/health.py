@@ -7,7 +7,7 @@ from fastapi import APIRouter
 
 from app.api.deps import State
 from app.api.problems import ApiError, Problem
-from app.api.schemas import HealthOut, ReadyOut
+from app.api.schemas.history import HealthOut, ReadyOut
 
 router = APIRouter(tags=["health"])
 

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 
 from app.api.deps import Compaction, Estimation
 from app.api.disconnect import run_until_disconnect
-from app.api.mappers import compact_options, compact_out, estimate_out, history_input
+from app.api.mappers.history import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import Problem
 from app.api.routing import OrjsonRoute
-from app.api.schemas import CompactIn, CompactOut, EstimateIn, EstimateOut
+from app.api.schemas.history import CompactIn, CompactOut, EstimateIn, EstimateOut
 
 router = APIRouter(tags=["history"], route_class=OrjsonRoute)
 

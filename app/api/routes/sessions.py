@@ -9,9 +9,10 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from app.api.auth import Tenant
 from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
+from app.api.mappers.sessions import compaction_out, context_out, prepare_out, session_out
 from app.api.problems import Problem
 from app.api.routing import OrjsonRoute
-from app.api.schemas_sessions import (
+from app.api.schemas.sessions import (
     AppendIn,
     AppendOut,
     CompactionListOut,
@@ -23,7 +24,6 @@ from app.api.schemas_sessions import (
     SessionOut,
     TranscriptOut,
 )
-from app.api.session_mappers import compaction_out, context_out, prepare_out, session_out
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], route_class=OrjsonRoute)
 

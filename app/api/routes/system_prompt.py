@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from app.api.deps import State
 from app.api.problems import Problem
 from app.api.routing import OrjsonRoute
-from app.api.schemas_system import SourceOut, SystemPromptIn, SystemPromptOut
+from app.api.schemas.system import SourceOut, SystemPromptIn, SystemPromptOut
 from app.engine.system_prompt import (
     AssembledSystemPrompt,
     CandidateFile,

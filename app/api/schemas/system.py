@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas import TokenizerName
+from app.api.schemas.history import TokenizerName
 
 PATH_MAX = 4096
 SourceKindOut = Literal[

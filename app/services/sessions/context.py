@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.counting.estimate import UsageReport
 from app.engine.errors import InvalidHistoryError
-from app.engine.estimate import UsageReport
-from app.engine.marker import SummaryMarker
 from app.formats.clearing import apply_cleared
 from app.formats.detect import evidence_of_format
 from app.services.clearing import cleared_from_json

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.extractive_text import cap, code_span
+from app.engine.extractive.text import cap, code_span
 
 _PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "file", "target_file")
 _COMMAND_KEYS = ("command", "cmd")

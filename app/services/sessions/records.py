@@ -11,7 +11,7 @@ from typing import Any
 
 from app.services.clearing import cleared_from_json, cleared_to_json
 from app.services.compaction import CompactionOutcome
-from app.services.session_context import SessionContext
+from app.services.sessions.context import SessionContext
 
 _NO_SUMMARIZER = {"provider": "none", "model": "none", "thinking": "off", "attempts": 0}
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.engine.extractive_text import cap_with_note, clean_user_text, one_line
-from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.engine.compaction.summary_edit import remove_section, section_body
+from app.engine.extractive.text import cap_with_note, clean_user_text, one_line
 from app.engine.messages import Message, Role
-from app.engine.summary_edit import remove_section, section_body
 
 CURRENT_REQUEST_HEADING = "## Current Request"
 _WORDS = ("current request",)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.engine.extractive_text import (
+from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.engine.extractive.text import (
     clean_user_text,
     constraint_sentences,
     decision_sentences,
@@ -14,8 +15,7 @@ from app.engine.extractive_text import (
     intent_of,
     last_meaningful_line,
 )
-from app.engine.extractive_tools import ToolCallSummary, describe_tool_call
-from app.engine.marker import SUMMARY_MARKER_PREFIX
+from app.engine.extractive.tools import ToolCallSummary, describe_tool_call
 from app.engine.messages import Block, BlockKind, Message, Role
 
 # Claude Code opens a resumed session with its own summary in a user turn; those are not

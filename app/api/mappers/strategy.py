@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.api.schemas_strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
+from app.api.schemas.strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
 from app.engine.clearing import ClearedToolUse, ClearSettings
-from app.engine.pinned import PinnedFact
+from app.engine.compaction.pinned import PinnedFact
 
 
 def clear_settings(clear: ClearIn) -> ClearSettings:

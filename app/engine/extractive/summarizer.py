@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from app.engine.extractive_sections import (
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.extractive.sections import (
     DoneAction,
     SummarySections,
     parse_summary,
     render_summary,
 )
-from app.engine.extractive_text import (
+from app.engine.extractive.text import (
     cap,
     cap_with_note,
     code_span,
@@ -23,8 +24,7 @@ from app.engine.extractive_text import (
     is_substantive,
     one_line,
 )
-from app.engine.extractive_transcript import TranscriptFacts, read_transcript
-from app.engine.marker import SummaryMarker
+from app.engine.extractive.transcript import TranscriptFacts, read_transcript
 from app.engine.messages import Message
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
 

@@ -19,33 +19,33 @@ import anyio
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.engine.compaction.marker import SummaryMarker
 from app.engine.errors import (
     IneffectiveCompactionError,
     InvalidHistoryError,
     NothingToCompactError,
 )
-from app.engine.marker import SummaryMarker
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.formats import openai
 from app.services.clearing import clear_settings_from, clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
-from app.services.compaction_records import record_fields
-from app.services.compaction_stall import stall_of, waits_for_new_entries
 from app.services.estimation import FORMATS, CountedHistory, EstimationService
 from app.services.history import CompactOptions
 from app.services.json_bytes import json_bytes
-from app.services.session_context import (
+from app.services.sessions.context import (
     SessionContext,
     build_context,
     session_format,
 )
-from app.services.session_errors import (
+from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
+from app.services.sessions.records import record_fields
+from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.store.models import CompactionRow, IdempotencyKeyRow, SessionRow
 from app.store.repositories import (
     CompactionRepository,

@@ -12,18 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.engine.extractive import (
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.summary_edit import add_items, bullet, section_body
+from app.engine.extractive.sections import SummarySections, parse_summary
+from app.engine.extractive.summarizer import (
     MAX_CONSTRAINTS,
     newest_errors,
     unique_items,
     unique_paths,
 )
-from app.engine.extractive_sections import SummarySections, parse_summary
-from app.engine.extractive_text import code_span, identity_key, one_line
-from app.engine.extractive_transcript import read_transcript
-from app.engine.marker import SummaryMarker
+from app.engine.extractive.text import code_span, identity_key, one_line
+from app.engine.extractive.transcript import read_transcript
 from app.engine.messages import Message
-from app.engine.summary_edit import add_items, bullet, section_body
 
 CONSTRAINTS_HEADING = "## Constraints & Preferences"
 CRITICAL_CONTEXT_HEADING = "## Critical Context"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.compaction import CompactionPlan
-from app.engine.pinned import PinnedFact, collect_pinned_facts, restore_pinned_facts
-from app.engine.split_turn import split_turn_request, with_current_request
+from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.compaction.pinned import PinnedFact, collect_pinned_facts, restore_pinned_facts
+from app.engine.compaction.split_turn import split_turn_request, with_current_request
 
 
 @dataclass(frozen=True, slots=True)

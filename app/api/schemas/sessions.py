@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.limits import MAX_TOKENS
-from app.api.schemas import EstimateOut, Format, SummarizerOut, UsageIn
-from app.api.schemas_strategy import (
+from app.api.schemas.history import EstimateOut, Format, SummarizerOut, UsageIn
+from app.api.schemas.strategy import (
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
     AppliedStep,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.images import anthropic_image_tokens, openai_image_tokens
+from app.engine.counting.images import anthropic_image_tokens, openai_image_tokens
 from app.engine.messages import Block, BlockKind, Message
 from app.engine.ports import Tokenizer
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from app.engine.cut_point import find_cut_index
+from app.engine.compaction.cut_point import find_cut_index
+from app.engine.compaction.marker import previous_summary_of
+from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT, build_summary_prompt
+from app.engine.compaction.serialize import DEFAULT_TOOL_RESULT_LIMIT, serialize_for_summary
 from app.engine.errors import (
     CallerGoneError,
     EmptySummaryError,
@@ -14,7 +17,6 @@ from app.engine.errors import (
     SummarizerError,
     SummaryTruncatedError,
 )
-from app.engine.marker import previous_summary_of
 from app.engine.messages import Message
 from app.engine.ports import (
     CallerGone,
@@ -24,8 +26,6 @@ from app.engine.ports import (
     SummaryUsage,
     Tokenizer,
 )
-from app.engine.prompts import SUMMARIZER_SYSTEM_PROMPT, build_summary_prompt
-from app.engine.serialize import DEFAULT_TOOL_RESULT_LIMIT, serialize_for_summary
 from app.engine.thinking import ThinkingLevel, lowest_level
 
 # Room for the prompt's own instructions and tags in a summary call.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.api.schemas import (
+from app.api.mappers.strategy import clear_settings, cleared_out, restored_out
+from app.api.schemas.history import (
     Breakdown,
     CompactIn,
     CompactOut,
@@ -10,8 +11,7 @@ from app.api.schemas import (
     HistoryIn,
     SummarizerOut,
 )
-from app.api.strategy_mappers import clear_settings, cleared_out, restored_out
-from app.engine.estimate import UsageReport
+from app.engine.counting.estimate import UsageReport
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
 from app.services.history import CompactOptions, HistoryInput

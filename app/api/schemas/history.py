@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.limits import MAX_MESSAGES, MAX_TOKENS
-from app.api.schemas_strategy import (
+from app.api.schemas.strategy import (
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
     AppliedStep,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.services.estimation import CountedHistory
-from app.services.session_context import SessionContext
+from app.services.sessions.context import SessionContext
 
 
 @dataclass(frozen=True, slots=True)

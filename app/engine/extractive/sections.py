@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from app.engine.extractive_text import code_span, unwrap_code_span
+from app.engine.extractive.text import code_span, unwrap_code_span
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_HEADING = re.compile(r"^\*\*([^*]+?)\*\*:?\s*$")

@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from app.api.mappers import estimate_out
-from app.api.schemas import SummarizerOut
-from app.api.schemas_sessions import (
+from app.api.mappers.history import estimate_out
+from app.api.schemas.history import SummarizerOut
+from app.api.schemas.sessions import (
     CompactionOut,
     ContextOut,
     PrepareOut,
     SessionOut,
 )
-from app.api.schemas_strategy import ClearedToolUseOut
-from app.services.sessions import CompactResult, ContextView
+from app.api.schemas.strategy import ClearedToolUseOut
+from app.services.sessions.service import CompactResult, ContextView
 from app.store.models import CompactionRow, SessionRow
 
 

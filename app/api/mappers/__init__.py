@@ -1,0 +1,1 @@
+"""Explicit mappers between HTTP schemas and service values, one module per resource."""

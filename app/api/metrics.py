@@ -1,0 +1,85 @@
+"""The service's Prometheus metrics, in a registry of their own (one per app)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_TOKEN_BUCKETS = (1e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1.5e5, 2e5, 5e5, 1e6)
+
+
+class Metrics:
+    """The service's metrics, in a registry of their own (one per app)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "compactor_http_requests",
+            "HTTP requests by route template, method and status.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "compactor_http_request_duration_seconds",
+            "HTTP request latency by route template and method.",
+            ["route", "method"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.compactions = Counter(
+            "compactor_compactions",
+            "Compaction attempts by trigger and outcome.",
+            ["trigger", "outcome"],
+            registry=self.registry,
+        )
+        self.tokens_before = Histogram(
+            "compactor_compaction_tokens_before",
+            "Context tokens before a compaction.",
+            buckets=_TOKEN_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens_after = Histogram(
+            "compactor_compaction_tokens_after",
+            "Context tokens after a compaction.",
+            buckets=_TOKEN_BUCKETS,
+            registry=self.registry,
+        )
+        self.summarizer_calls = Counter(
+            "compactor_summarizer_calls",
+            "Summary attempts by provider and outcome (ok, truncated, failed).",
+            ["provider", "outcome"],
+            registry=self.registry,
+        )
+        self.summarizer_retries = Counter(
+            "compactor_summarizer_retries",
+            "Summary retries: transport retries (reason: status code or connection) and "
+            "truncation retries at a lower thinking level (reason: truncated).",
+            ["provider", "reason"],
+            registry=self.registry,
+        )
+        self.summarizer_failures = Counter(
+            "compactor_summarizer_failures",
+            "Compactions that failed in the summarizer, by error kind.",
+            ["provider", "kind"],
+            registry=self.registry,
+        )
+
+    # The CompactionObserver protocol of app.services.compaction:
+
+    def compaction_finished(
+        self, trigger: str, outcome: str, tokens_before: int, tokens_after: int | None
+    ) -> None:
+        self.compactions.labels(trigger, outcome).inc()
+        if outcome == "compacted" and tokens_after is not None:
+            self.tokens_before.observe(tokens_before)
+            self.tokens_after.observe(tokens_after)
+
+    def summarizer_attempts(self, provider: str, attempts: int, ok: bool) -> None:
+        retries = max(0, attempts - 1)
+        if retries:
+            self.summarizer_retries.labels(provider, "truncated").inc(retries)
+            self.summarizer_calls.labels(provider, "truncated").inc(retries)
+        self.summarizer_calls.labels(provider, "ok" if ok else "failed").inc()
+
+    def summarizer_failed(self, provider: str, kind: str) -> None:
+        self.summarizer_failures.labels(provider, kind).inc()

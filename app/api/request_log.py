@@ -1,0 +1,66 @@
+"""Request ids in and out, metrics by route and one JSON log line per request (ASGI)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.metrics import Metrics
+
+REQUEST_ID_HEADER = "x-request-id"
+_SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
+access_log = logging.getLogger("compactor.access")
+
+
+class RequestObservation:
+    """ASGI middleware: request id in and out, metrics by route, one JSON log per request."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        presented = (
+            dict(scope.get("headers", [])).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
+        )
+        request_id = presented if _SAFE_REQUEST_ID.match(presented) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+        start = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - start
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            method = scope.get("method", "")
+            self.metrics.requests.labels(template, method, str(status)).inc()
+            self.metrics.latency.labels(template, method).observe(elapsed)
+            access_log.info(
+                "request",
+                extra={
+                    "request_id": request_id,
+                    "method": method,
+                    "path": scope.get("path", ""),
+                    "route": template,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                },
+            )

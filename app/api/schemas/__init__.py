@@ -1,0 +1,1 @@
+"""Request and response bodies (the HTTP contract), one module per resource."""

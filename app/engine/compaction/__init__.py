@@ -1,0 +1,1 @@
+"""Deciding and compacting: thresholds, cut point, summary calls, marker, fidelity."""

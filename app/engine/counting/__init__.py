@@ -1,0 +1,1 @@
+"""Token counting: per-message accounting, images, the estimate and its cache."""

@@ -1,0 +1,1 @@
+"""The offline, deterministic extractive summarizer."""

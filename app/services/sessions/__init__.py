@@ -1,0 +1,1 @@
+"""Session use cases: create, append, read, build context, prepare and compact."""
