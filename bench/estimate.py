@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 from app.engine.counting.accounting import CountingRules, message_cost_parts  # noqa: E402
 from app.engine.counting.count_cache import TokenCountCache  # noqa: E402
+from app.formats.registry import FORMATS  # noqa: E402
 from app.main import build_state, create_app  # noqa: E402
-from app.services.estimation import FORMATS, EstimationService  # noqa: E402
+from app.services.estimation import EstimationService  # noqa: E402
 from app.services.history import CompactOptions, HistoryInput  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.common import measure, ms, serve_in_thread  # noqa: E402
@@ -53,8 +54,8 @@ def bench_format(fmt: str, path: Path, state: Any, litellm_count: Any) -> None:
     model = "gpt-4o" if fmt == "openai" else body.get("model")
     tokenizers = state.tokenizers
     encoding = tokenizers.get("o200k_base")
-    conversation = FORMATS[fmt].parse(messages)
-    rules = CountingRules(format=fmt)
+    conversation = FORMATS.get(fmt).parse(messages)
+    rules = CountingRules(dialect=FORMATS.get(fmt).dialect)
     texts = [t for m in conversation.messages for t in message_cost_parts(m, rules)[1]]
     file_text = json.dumps(messages, ensure_ascii=False)
 

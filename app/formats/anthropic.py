@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.engine.clearing import ClearedToolUse
+from app.engine.counting.accounting import CountingDialect, ImageRule, ToolsRule
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
+from app.formats.clearing import clear_block_messages
 from app.formats.common import (
     compact_json,
     expect_str,
@@ -17,6 +20,10 @@ from app.formats.common import (
 
 FORMAT = "anthropic"
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
+# Content block types only the Messages API has.
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
 
 
 def parse_message(raw: Any, where: str) -> Message:
@@ -160,3 +167,52 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
 def summary_message(text: str) -> dict[str, Any]:
     """The wire object of a summary message."""
     return {"role": "user", "content": text}
+
+
+def proves(raw: Any) -> bool:
+    """Content block types only the Messages API has."""
+    content = raw.get("content") if isinstance(raw, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") in ANTHROPIC_BLOCKS for block in content
+    )
+
+
+DIALECT = CountingDialect(
+    name="messages",
+    tools=ToolsRule.JSON_WITH_PREAMBLE,
+    images=ImageRule.PIXELS,
+)
+
+
+class AnthropicMessagesFormat:
+    """Anthropic Messages API `messages` with a top-level `system`."""
+
+    name = FORMAT
+    dialect = DIALECT
+    top_level_system_is_evidence = True
+
+    def parse(
+        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+    ) -> Conversation:
+        return parse(messages, system, tools)
+
+    def parse_message(self, raw: Any, where: str) -> Message:
+        return parse_message(raw, where)
+
+    def proves(self, raw: Any) -> bool:
+        return proves(raw)
+
+    def leading_system_count(self, raws: Sequence[Any]) -> int:
+        return 0  # the system prompt is a top-level field, never a message
+
+    def system_text(self, system: Any) -> str:
+        return system_text(system)
+
+    def summary_message(self, text: str) -> dict[str, Any]:
+        return summary_message(text)
+
+    def apply_cleared(self, raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
+        return clear_block_messages(raws, cleared)
+
+
+ANTHROPIC_MESSAGES = AnthropicMessagesFormat()

@@ -1,4 +1,4 @@
-"""Cleared tool uses written into wire messages of either format.
+"""Cleared tool uses written into wire messages (Chat Completions and Messages API).
 
 Only the cleared result's content (and, when asked, the call's input) changes; every other
 field of the message and of the block is kept, and a message with nothing to clear is
@@ -12,16 +12,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.engine.clearing import ClearedToolUse
-from app.formats import openai
 
 
-def apply_cleared(raws: Sequence[Any], fmt: str, cleared: Sequence[ClearedToolUse]) -> list[Any]:
-    """`raws` with each cleared tool use's result (and input) replaced by its placeholder."""
+def clear_chat_messages(raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
+    """Chat Completions `raws` with each cleared tool use's result (and input) replaced."""
     by_id = {c.tool_call_id: c for c in cleared}
-    if not by_id:
-        return list(raws)
-    rewrite = _openai_message if fmt == openai.FORMAT else _anthropic_message
-    return [rewrite(raw, by_id) if isinstance(raw, dict) else raw for raw in raws]
+    return [_openai_message(raw, by_id) if isinstance(raw, dict) and by_id else raw for raw in raws]
+
+
+def clear_block_messages(raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
+    """Messages API `raws` (content blocks) with each cleared tool use replaced."""
+    by_id = {c.tool_call_id: c for c in cleared}
+    return [
+        _anthropic_message(raw, by_id) if isinstance(raw, dict) and by_id else raw for raw in raws
+    ]
 
 
 def _openai_message(raw: dict[str, Any], by_id: Mapping[str, ClearedToolUse]) -> Any:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.engine.clearing import ClearedToolUse
+from app.engine.counting.accounting import (
+    REPLY_PRIMING,
+    CountingDialect,
+    ImageRule,
+    ToolsRule,
+)
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
+from app.formats.clearing import clear_chat_messages
 from app.formats.common import (
     compact_json,
     expect_str,
@@ -28,6 +36,8 @@ _ROLES = {
     "assistant": Role.ASSISTANT,
     "tool": Role.TOOL,
 }
+# Content part types only Chat Completions has.
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "refusal", "file"})
 
 
 def parse_message(raw: Any, where: str) -> Message:
@@ -154,7 +164,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
         inline += 1
     top: tuple[Message, ...] = ()
     if system:
-        text = system if isinstance(system, str) else _system_text(system)
+        text = system_text(system)
         top = (
             Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),
         )
@@ -163,11 +173,75 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
     )
 
 
-def _system_text(system: Any) -> str:
+def system_text(system: Any) -> str:
+    """A top-level system prompt (a string, or text parts) as text."""
+    if system is None:
+        return ""
+    if isinstance(system, str):
+        return system
     blocks = _content_blocks(system, "system")
     return "\n".join(b.text for b in blocks if b.kind is BlockKind.TEXT)
+
+
+def proves(raw: Any) -> bool:
+    """Roles, fields and content parts only Chat Completions has."""
+    if not isinstance(raw, dict):
+        return False
+    if raw.get("role") in ("system", "developer", "tool"):
+        return True
+    if "tool_calls" in raw or "tool_call_id" in raw:
+        return True
+    content = raw.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in content
+    )
 
 
 def summary_message(text: str) -> dict[str, Any]:
     """The wire object of a summary message."""
     return {"role": "user", "content": text}
+
+
+DIALECT = CountingDialect(
+    name="chat",
+    tools=ToolsRule.FUNCTION_CONSTANTS,
+    images=ImageRule.TILES,
+    reply_priming=REPLY_PRIMING,
+    frame_system_text=True,
+    exact_capable=True,
+)
+
+
+class OpenAIChatFormat:
+    """OpenAI Chat Completions `messages` (leading system/developer messages are the
+    system prompt)."""
+
+    name = FORMAT
+    dialect = DIALECT
+    top_level_system_is_evidence = False
+
+    def parse(
+        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+    ) -> Conversation:
+        return parse(messages, system, tools)
+
+    def parse_message(self, raw: Any, where: str) -> Message:
+        return parse_message(raw, where)
+
+    def proves(self, raw: Any) -> bool:
+        return proves(raw)
+
+    def leading_system_count(self, raws: Sequence[Any]) -> int:
+        return leading_system_count(raws)
+
+    def system_text(self, system: Any) -> str:
+        return system_text(system)
+
+    def summary_message(self, text: str) -> dict[str, Any]:
+        return summary_message(text)
+
+    def apply_cleared(self, raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
+        return clear_chat_messages(raws, cleared)
+
+
+OPENAI_CHAT = OpenAIChatFormat()

@@ -13,7 +13,6 @@ from app.engine.clearing import (
     ClearSettings,
     plan_clearing,
 )
-from app.formats.clearing import apply_cleared
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import HistoryInput
 
@@ -60,7 +59,7 @@ def clear_history(
     )
     if not plan.cleared:
         return ClearedHistory(plan)
-    messages = apply_cleared(history.messages, counted.format, plan.cleared)
+    messages = counted.wire.apply_cleared(history.messages, plan.cleared)
     cleared = replace(history, messages=messages, format=counted.format, usage=(), estimate_floor=0)
     return ClearedHistory(plan, cleared, estimation.count(cleared, parse_all=True))
 

@@ -25,7 +25,7 @@ from app.engine.errors import (
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
 from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
-from app.services.estimation import FORMATS, CountedHistory, EstimationService
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 
 SUMMARIZE = "summarize"
@@ -251,7 +251,7 @@ class CompactionService:
         )
         finished = finish_summary(summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
-        summary_raw = FORMATS[counted.format].summary_message(self.marker.render(summary.summary))
+        summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
         new_messages = [
             *raws[: counted.inline_system_count],
@@ -281,8 +281,7 @@ class CompactionService:
 
     def tokens_after(self, counted: CountedHistory, plan: CompactionPlan, summary_raw: Any) -> int:
         """Estimate of the new history (no usage anchor: the old reports are stale)."""
-        parser = FORMATS[counted.format]
-        summary_message = parser.parse_message(summary_raw, "summary")
+        summary_message = counted.wire.parse_message(summary_raw, "summary")
         summary_tokens = self.estimation.count_new_messages([summary_message], counted.choice)[0]
         per = counted.per_message
         return (

@@ -14,8 +14,6 @@ from app.engine.compaction.thresholds import (
     should_compact,
 )
 from app.engine.counting.accounting import (
-    OPENAI,
-    REPLY_PRIMING,
     CountingRules,
     count_system_text,
     count_tools,
@@ -27,13 +25,12 @@ from app.engine.errors import InvalidHistoryError
 from app.engine.messages import Conversation, Message
 from app.engine.models import ModelInfo, ModelRegistry
 from app.engine.ports import Tokenizer
-from app.formats import anthropic, openai
-from app.formats.detect import detect_format
+from app.formats.protocol import WireFormat
+from app.formats.registry import FORMATS
 from app.services.history import HistoryInput
 from app.services.json_bytes import json_bytes
 from app.tokenizers.bpe import TokenizerRegistry
 
-FORMATS = {openai.FORMAT: openai, anthropic.FORMAT: anthropic}
 TOKENIZER_CHOICES = ("auto", "o200k_base", "cl100k_base", "chars/4")
 
 
@@ -53,7 +50,7 @@ class TokenizerChoice:
 class CountedHistory:
     """A history with its format, counts and decision inputs."""
 
-    format: str
+    wire: WireFormat
     choice: TokenizerChoice
     settings: CompactionSettings
     per_message: list[int]
@@ -72,8 +69,12 @@ class CountedHistory:
         return should_compact(self.estimate.tokens, self.settings)
 
     @property
+    def format(self) -> str:
+        return self.wire.name
+
+    @property
     def reply_priming(self) -> int:
-        return REPLY_PRIMING if self.format == OPENAI else 0
+        return self.wire.dialect.reply_priming
 
 
 def content_digest(value: Any, where: str = "body") -> tuple[int, int]:
@@ -102,7 +103,9 @@ class EstimationService:
         self.cache = cache
         self.image_tokens = image_tokens
 
-    def choose_tokenizer(self, model: str | None, choice: str, fmt: str) -> TokenizerChoice:
+    def choose_tokenizer(
+        self, model: str | None, choice: str, wire: WireFormat | None = None
+    ) -> TokenizerChoice:
         """The tokenizer for `choice` (`auto` → the model's encoding) and exactness."""
         info = self.models.resolve(model)
         name = info.encoding if choice == "auto" else choice
@@ -113,9 +116,10 @@ class EstimationService:
                 where="tokenizer",
             )
         tokenizer = self.tokenizers.get(name)
-        exact = info.exact and info.known and name == info.encoding and fmt == OPENAI
+        dialect = (wire or FORMATS.default).dialect
+        exact = info.exact and info.known and name == info.encoding and dialect.exact_capable
         rules = CountingRules(
-            format=fmt, tools_family=info.tools_family, image_tokens=self.image_tokens
+            dialect=dialect, tools_family=info.tools_family, image_tokens=self.image_tokens
         )
         return TokenizerChoice(tokenizer=tokenizer, model=info, exact=exact, rules=rules)
 
@@ -139,27 +143,22 @@ class EstimationService:
     def count(self, history: HistoryInput, *, parse_all: bool = False) -> CountedHistory:
         """Counts `history`. With `parse_all` every message is normalized (compaction
         needs them); otherwise only messages missing from the cache are parsed."""
-        fmt = history.format or detect_format(history.messages, history.system)
-        parser = FORMATS.get(fmt)
-        if parser is None:
-            raise InvalidHistoryError(
-                f"format: unknown format {fmt!r}; use openai or anthropic", where="format"
-            )
-        choice = self.choose_tokenizer(history.model, history.tokenizer, fmt)
+        wire = FORMATS.resolve(history.format, history.messages, history.system)
+        choice = self.choose_tokenizer(history.model, history.tokenizer, wire)
         conversation = (
-            parser.parse(history.messages, history.system, history.tools) if parse_all else None
+            wire.parse(history.messages, history.system, history.tools) if parse_all else None
         )
         parsed = conversation.messages if conversation is not None else None
-        per_message = self._count_messages(history.messages, parsed, parser.parse_message, choice)
+        per_message = self._count_messages(history.messages, parsed, wire.parse_message, choice)
         inline = (
             conversation.inline_system_count
             if conversation is not None
-            else (openai.leading_system_count(history.messages) if fmt == OPENAI else 0)
+            else wire.leading_system_count(history.messages)
         )
         system_tokens = self._cached_count(
             ("system", history.system),
             lambda: count_system_text(
-                _system_text(history.system, fmt), choice.tokenizer, choice.rules
+                wire.system_text(history.system), choice.tokenizer, choice.rules
             ),
             choice,
         )
@@ -174,12 +173,12 @@ class EstimationService:
             inline_system_count=inline,
             top_level_system_tokens=system_tokens,
             tools_tokens=tools_tokens,
-            reply_priming=REPLY_PRIMING if fmt == OPENAI else 0,
+            reply_priming=wire.dialect.reply_priming,
             usage=history.usage,
             estimate_floor=history.estimate_floor,
         )
         return CountedHistory(
-            format=fmt,
+            wire=wire,
             choice=choice,
             settings=settings,
             per_message=per_message,
@@ -235,11 +234,3 @@ class EstimationService:
             cached = compute()
             self.cache.put(key, cached)
         return cached
-
-
-def _system_text(system: Any, fmt: str) -> str:
-    if system is None:
-        return ""
-    if fmt == OPENAI and isinstance(system, str):
-        return system
-    return anthropic.system_text(system)

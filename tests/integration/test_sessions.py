@@ -15,7 +15,7 @@ from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.errors import SummarizerUnavailableError
 from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult
-from app.formats.detect import evidence_of_format
+from app.formats.registry import FORMATS
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import BIG_ANTHROPIC, BIG_OPENAI, load_json, tool_pairs_intact
@@ -290,7 +290,7 @@ def test_database_down_is_503_and_not_ready(tmp_path: Any) -> None:
 def test_format_is_decided_by_the_first_message_that_proves_it(client: TestClient) -> None:
     body = load_json(BIG_ANTHROPIC)
     messages = body["messages"][:60]
-    assert evidence_of_format(messages[:1]) is None  # the first message reads as either format
+    assert FORMATS.evidence(messages[:1]) is None  # the first message reads as either format
     sid = client.post("/sessions", json={"model": body["model"]}).json()["id"]
     for message in messages:
         client.post(f"/sessions/{sid}/messages", json={"messages": [message]})

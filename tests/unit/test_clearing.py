@@ -14,7 +14,7 @@ from app.engine.clearing import (
     result_placeholder,
 )
 from app.formats import anthropic, openai
-from app.formats.clearing import apply_cleared
+from app.formats.registry import FORMATS
 from app.tokenizers.bpe import CharsPerTokenTokenizer
 
 TOKENIZER = CharsPerTokenTokenizer()
@@ -84,7 +84,7 @@ def test_all_but_the_newest_tool_uses_are_cleared_and_pairs_stay() -> None:
     original = copy.deepcopy(messages)
     plan = plan_for(messages, "openai", keep=2)
     assert [c.tool_call_id for c in plan.cleared] == ["call_0", "call_1", "call_2"]
-    cleared = apply_cleared(messages, "openai", plan.cleared)
+    cleared = FORMATS.get("openai").apply_cleared(messages, plan.cleared)
     assert messages == original  # the input is never modified
     assert len(cleared) == len(messages)
     for old, new in zip(messages, cleared, strict=True):
@@ -103,7 +103,7 @@ def test_excluded_tools_and_already_cleared_results_are_left_alone() -> None:
     messages = openai_history()
     plan = plan_for(messages, "openai", keep=1, exclude_tools=("Bash",))
     assert "call_1" not in {c.tool_call_id for c in plan.cleared}
-    cleared = apply_cleared(messages, "openai", plan.cleared)
+    cleared = FORMATS.get("openai").apply_cleared(messages, plan.cleared)
     again = plan_for(cleared, "openai", keep=1, exclude_tools=("Bash",))
     assert again.cleared == () and again.reason and "nothing to clear" in again.reason
 
@@ -128,7 +128,7 @@ def test_inputs_are_cleared_on_request_in_both_formats() -> None:
             {"file_path": f"src/f{i}.py", "content": "x = 1\n" * 200}
         )
     plan = plan_for(messages, "openai", keep=3, clear_tool_inputs=True)
-    cleared = apply_cleared(messages, "openai", plan.cleared)
+    cleared = FORMATS.get("openai").apply_cleared(messages, plan.cleared)
     arguments = cleared[1]["tool_calls"][0]["function"]["arguments"]
     assert is_cleared_input(arguments) and isinstance(arguments, str)
     assert cleared[1]["tool_calls"][0]["id"] == "call_0"
@@ -138,7 +138,7 @@ def test_inputs_are_cleared_on_request_in_both_formats() -> None:
     blocks = anthropic_history()
     blocks[1]["content"][1]["input"]["content"] = "y = 2\n" * 200
     plan = plan_for(blocks, "anthropic", keep=1, clear_tool_inputs=True)
-    new = apply_cleared(blocks, "anthropic", plan.cleared)
+    new = FORMATS.get("anthropic").apply_cleared(blocks, plan.cleared)
     assert isinstance(new[1]["content"][1]["input"], dict)
     assert is_cleared_input(json.dumps(new[1]["content"][1]["input"]))
     assert new[1]["content"][2] is blocks[1]["content"][2]  # the kept use is untouched
@@ -148,7 +148,7 @@ def test_anthropic_results_keep_their_shape_and_other_fields() -> None:
     messages = anthropic_history()
     original = copy.deepcopy(messages)
     plan = plan_for(messages, "anthropic", keep=0)
-    new = apply_cleared(messages, "anthropic", plan.cleared)
+    new = FORMATS.get("anthropic").apply_cleared(messages, plan.cleared)
     assert messages == original
     first, second, note = new[2]["content"]
     assert first["content"] == [{"type": "text", "text": plan.cleared[0].placeholder}]

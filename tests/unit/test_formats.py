@@ -9,13 +9,13 @@ import pytest
 from app.engine.errors import InvalidHistoryError
 from app.engine.messages import BlockKind, Role
 from app.formats import anthropic, openai
-from app.formats.detect import detect_format
+from app.formats.registry import FORMATS
 from tests.conftest import BIG_ANTHROPIC, BIG_OPENAI, load_json
 
 
 def test_detects_both_formats_on_real_transcripts() -> None:
-    assert detect_format(load_json(BIG_OPENAI)["messages"]) == "openai"
-    assert detect_format(load_json(BIG_ANTHROPIC)["messages"]) == "anthropic"
+    assert FORMATS.detect(load_json(BIG_OPENAI)["messages"]).name == "openai"
+    assert FORMATS.detect(load_json(BIG_ANTHROPIC)["messages"]).name == "anthropic"
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_detects_both_formats_on_real_transcripts() -> None:
     ],
 )
 def test_detection_rules(messages: list[Any], system: Any, expected: str) -> None:
-    assert detect_format(messages, system) == expected
+    assert FORMATS.detect(messages, system).name == expected
 
 
 def test_openai_normalizes_tool_calls_results_and_system() -> None:

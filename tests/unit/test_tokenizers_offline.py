@@ -67,13 +67,14 @@ def test_a_missing_ranks_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_fast_counter_agrees_with_tiktoken_on_real_transcript_texts(name: str) -> None:
     from app.engine.counting.accounting import CountingRules, message_cost_parts
     from app.formats import anthropic
+    from app.formats.registry import FORMATS
     from app.tokenizers.bpe import TokenizerRegistry
     from tests.conftest import BIG_ANTHROPIC, load_json
 
     tokenizer = TokenizerRegistry().get(name)
     assert getattr(tokenizer, "uses_fast_counter", False), "bpe-openai counter not in use"
     conversation = anthropic.parse(load_json(BIG_ANTHROPIC)["messages"])
-    rules = CountingRules(format="anthropic")
+    rules = CountingRules(dialect=FORMATS.get("anthropic").dialect)
     texts = [t for m in conversation.messages for t in message_cost_parts(m, rules)[1]]
     mismatches = [
         t[:80]

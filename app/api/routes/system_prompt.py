@@ -33,7 +33,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 @router.post("/context/system", response_model=SystemPromptOut, responses=_ERRORS)
 def assemble_system(body: SystemPromptIn, state: State) -> SystemPromptOut:
     """Assemble a system prompt; without `files` it reads the workspace roots, or uses none."""
-    choice = state.estimation.choose_tokenizer(body.model, body.tokenizer, "openai")
+    choice = state.estimation.choose_tokenizer(body.model, body.tokenizer)
     request = _request(body, _files(body, state.settings.workspace_roots))
     return _answer(assemble_system_prompt(request, choice.tokenizer.count), choice.tokenizer.name)
 

@@ -1,11 +1,12 @@
 """Token accounting rules: messages, system prompt, tool definitions, images.
 
-OpenAI chat messages follow OpenAI's published counting rules (3 tokens per message, the
-role, content and name encoded, 1 more for a name, 3 to prime the reply) and function
-tools follow the published per-function/per-property constants; both reproduce the
-`prompt_tokens` OpenAI reports for its examples. Parts OpenAI does not publish (tool calls
-inside assistant messages) and every Anthropic count are close approximations, reported
-with `exact: false` by the caller.
+The rules are named by what they do, not by a wire format: each wire format chooses its
+`CountingDialect` (app.formats). The chat-framing dialect follows OpenAI's published
+counting rules (3 tokens per message, the role, content and name encoded, 1 more for a
+name, 3 to prime the reply) and function tools follow the published per-function /
+per-property constants; both reproduce the `prompt_tokens` OpenAI reports for its
+examples. Parts OpenAI does not publish (tool calls inside assistant messages) and every
+Anthropic count are close approximations, reported with `exact: false` by the caller.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from app.engine.counting.images import anthropic_image_tokens, openai_image_tokens
 from app.engine.messages import Block, BlockKind, Message
 from app.engine.ports import Tokenizer
-
-OPENAI = "openai"
-ANTHROPIC = "anthropic"
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -51,17 +50,52 @@ TOOL_CONSTANTS: dict[str, ToolCountingConstants] = {
 }
 
 
+class ToolsRule(StrEnum):
+    """How tool definitions reach the model, and so what they cost."""
+
+    # OpenAI's function tools: the published per-function and per-property constants.
+    FUNCTION_CONSTANTS = "function_constants"
+    # Tool definitions as JSON after a fixed tool-use preamble (Anthropic's documented shape).
+    JSON_WITH_PREAMBLE = "json_with_preamble"
+
+
+class ImageRule(StrEnum):
+    """Which published image formula applies when the pixel size is known."""
+
+    TILES = "tiles"  # OpenAI: base + per 512-px tile
+    PIXELS = "pixels"  # Anthropic: width × height / 750
+
+
+@dataclass(frozen=True, slots=True)
+class CountingDialect:
+    """Everything about counting that depends on the wire format, as data.
+
+    A wire format module declares its dialect; nothing here knows format names.
+    """
+
+    # Cache-key name of the dialect (counts of one dialect never serve another).
+    name: str
+    tools: ToolsRule
+    images: ImageRule
+    # Tokens that prime the reply after the last message.
+    reply_priming: int = 0
+    # A top-level system prompt is sent as a framed system message.
+    frame_system_text: bool = False
+    # Counts may be exact when the model's own encoding is used (OpenAI's published rules).
+    exact_capable: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class CountingRules:
-    """Everything that changes a count besides the text: format, family, image default."""
+    """Everything that changes a count besides the text: dialect, family, image default."""
 
-    format: str
+    dialect: CountingDialect
     tools_family: str = "gpt-4o"
     image_tokens: int = DEFAULT_IMAGE_TOKENS
 
     @property
     def cache_key(self) -> tuple[str, str, int]:
-        return (self.format, self.tools_family, self.image_tokens)
+        return (self.dialect.name, self.tools_family, self.image_tokens)
 
 
 def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, list[str]]:
@@ -97,7 +131,7 @@ def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> 
     """Tokens of a top-level system prompt (Anthropic `system`, or a given system text)."""
     if not text:
         return 0
-    if rules.format == OPENAI:
+    if rules.dialect.frame_system_text:
         # Sent as a system message: framed like one.
         return TOKENS_PER_MESSAGE + tokenizer.count("system") + tokenizer.count(text)
     return tokenizer.count(text)
@@ -107,7 +141,7 @@ def count_tools(tools: Sequence[Any], tokenizer: Tokenizer, rules: CountingRules
     """Tokens the tool definitions cost."""
     if not tools:
         return 0
-    if rules.format == OPENAI:
+    if rules.dialect.tools is ToolsRule.FUNCTION_CONSTANTS:
         constants = TOOL_CONSTANTS.get(rules.tools_family, TOOL_CONSTANTS["gpt-4o"])
         return _openai_tools(tools, tokenizer, constants)
     return ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
@@ -166,6 +200,6 @@ def _image_tokens(block: Block, rules: CountingRules) -> int:
     info = block.image
     if info is None or info.width is None or info.height is None:
         return rules.image_tokens
-    if rules.format == OPENAI:
+    if rules.dialect.images is ImageRule.TILES:
         return openai_image_tokens(info.width, info.height, info.detail)
     return anthropic_image_tokens(info.width, info.height)

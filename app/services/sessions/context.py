@@ -9,10 +9,9 @@ from typing import Any
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.counting.estimate import UsageReport
 from app.engine.errors import InvalidHistoryError
-from app.formats.clearing import apply_cleared
-from app.formats.detect import evidence_of_format
+from app.formats.protocol import WireFormat
+from app.formats.registry import FORMATS
 from app.services.clearing import cleared_from_json
-from app.services.estimation import FORMATS
 from app.services.history import HistoryInput
 from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
 
@@ -58,17 +57,17 @@ def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
     if session.format:
         return session.format
     # A session's `system` is a setting in both formats, not evidence of one.
-    proven = evidence_of_format(messages)
+    proven = FORMATS.evidence(messages)
     if proven is not None:
-        return proven
-    readable = [name for name, parser in FORMATS.items() if _all_valid(parser, messages)]
+        return proven.name
+    readable = [wire.name for wire in FORMATS if _all_valid(wire, messages)]
     if len(readable) == 1:
         return readable[0]
-    # Valid in both: undecided. Valid in neither: OpenAI, whose parser names the problem.
-    return None if readable else "openai"
+    # Valid in several: undecided. Valid in none: the default, whose parser names the problem.
+    return None if readable else FORMATS.default.name
 
 
-def _all_valid(parser: Any, messages: Sequence[Any]) -> bool:
+def _all_valid(parser: WireFormat, messages: Sequence[Any]) -> bool:
     try:
         for i, message in enumerate(messages):
             parser.parse_message(message, f"messages[{i}]")
@@ -89,7 +88,8 @@ def build_context(
     Usage reports on entries the latest compaction already saw are stale: the estimate
     floor starts at the first entry appended after it.
     """
-    fmt = session.format or "openai"
+    wire = FORMATS.get(session.format) if session.format else FORMATS.default
+    fmt = wire.name
     messages: list[Any] = []
     seqs: list[int | None] = []
     prefix_seqs = {e.seq for e in system_prefix}
@@ -98,7 +98,7 @@ def build_context(
         seqs.append(entry.seq)
     # A record that only cleared tool results, on a session never summarized, has none.
     if latest is not None and latest.summary:
-        messages.append(FORMATS[fmt].summary_message(marker.render(latest.summary)))
+        messages.append(wire.summary_message(marker.render(latest.summary)))
         seqs.append(None)
     usage: list[UsageReport] = []
     covered = latest.covered_seq if latest is not None else 0
@@ -116,7 +116,7 @@ def build_context(
             usage.append(UsageReport(message_index=index, **entry.usage))
     if latest is not None and latest.cleared_tool_uses:
         # Placeholders go into copies: the transcript keeps the originals.
-        messages = apply_cleared(messages, fmt, cleared_from_json(latest.cleared_tool_uses))
+        messages = wire.apply_cleared(messages, cleared_from_json(latest.cleared_tool_uses))
     return SessionContext(
         session=session,
         format=fmt,

@@ -27,10 +27,10 @@ from app.engine.errors import (
 )
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
-from app.formats import openai
+from app.formats.registry import FORMATS
 from app.services.clearing import clear_settings_from, clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
-from app.services.estimation import FORMATS, CountedHistory, EstimationService
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions
 from app.services.json_bytes import json_bytes
 from app.services.sessions.context import (
@@ -136,8 +136,8 @@ class SessionService:
     def create(self, tenant: str, data: dict[str, Any]) -> SessionRow:
         """A new, empty session with its settings."""
         fmt = data.get("format")
-        if fmt is not None and fmt not in FORMATS:
-            raise InvalidHistoryError(f"format: unknown format {fmt!r}", where="format")
+        if fmt is not None:
+            FORMATS.get(fmt)  # an unknown name is refused before anything is written
         settings = {k: data.get(k) for k in SESSION_SETTING_KEYS if data.get(k) is not None}
         row = SessionRow(
             id=new_id(),
@@ -217,8 +217,8 @@ class SessionService:
                     where="usage",
                 )
         fmt = session_format(row, messages)
-        # Undecided (None) means valid in both formats; the OpenAI parser checks it again.
-        parser = FORMATS[fmt or "openai"]
+        # Undecided (None) means valid in every format; the default parser checks it again.
+        parser = FORMATS.get(fmt) if fmt else FORMATS.default
         for i, message in enumerate(messages):
             parser.parse_message(message, f"messages[{i}]")
         if row.format is None and fmt is not None:
@@ -232,8 +232,8 @@ class SessionService:
                 raise SessionNotFoundError(f"session {session_id} not found") from None
             # Leading system messages extend the prefix only while nothing else came yet
             # (an undecided batch is plain user/assistant text and adds none).
-            if first == row.system_prefix_count and fmt in (None, "openai"):
-                row.system_prefix_count += openai.leading_system_count(messages)
+            if first == row.system_prefix_count and fmt is not None:
+                row.system_prefix_count += parser.leading_system_count(messages)
             TranscriptRepository(db).append(session_id, first, messages, usage)
             result = AppendResult(len(messages), first, first + len(messages) - 1)
         if idempotency_key is not None:

@@ -1,0 +1,69 @@
+"""The typed registry of wire formats, and format detection.
+
+Detection asks every registered format whether a message proves it (block types, fields
+only one format has); a top-level system prompt proves the format that has one. Plain
+user/assistant text reads the same in every format and falls back to the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from app.engine.errors import InvalidHistoryError
+from app.formats.anthropic import ANTHROPIC_MESSAGES
+from app.formats.openai import OPENAI_CHAT
+from app.formats.protocol import WireFormat
+
+
+class FormatRegistry:
+    """Wire formats by name; the first registered is the default."""
+
+    def __init__(self, formats: Iterable[WireFormat]) -> None:
+        self._formats: dict[str, WireFormat] = {f.name: f for f in formats}
+        if not self._formats:
+            raise ValueError("a format registry needs at least one format")
+        self.default: WireFormat = next(iter(self._formats.values()))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._formats)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._formats
+
+    def __iter__(self) -> Iterator[WireFormat]:
+        return iter(self._formats.values())
+
+    def get(self, name: str) -> WireFormat:
+        """The format called `name`; an unknown name is the caller's mistake (422)."""
+        found = self._formats.get(name)
+        if found is None:
+            raise InvalidHistoryError(
+                f"format: unknown format {name!r}; use one of {', '.join(self._formats)}",
+                where="format",
+            )
+        return found
+
+    def evidence(self, messages: Sequence[Any], system: Any = None) -> WireFormat | None:
+        """The format the messages prove, or None while they read the same in all."""
+        for message in messages:
+            for wire in self._formats.values():
+                if wire.proves(message):
+                    return wire
+        if system is not None:
+            for wire in self._formats.values():
+                if wire.top_level_system_is_evidence:
+                    return wire
+        return None
+
+    def detect(self, messages: Sequence[Any], system: Any = None) -> WireFormat:
+        """The format of a request whose caller did not say; the default when undecided."""
+        return self.evidence(messages, system) or self.default
+
+    def resolve(self, name: str | None, messages: Sequence[Any], system: Any = None) -> WireFormat:
+        """The named format, or the detected one."""
+        return self.get(name) if name is not None else self.detect(messages, system)
+
+
+FORMATS = FormatRegistry([OPENAI_CHAT, ANTHROPIC_MESSAGES])
