@@ -57,6 +57,9 @@ class Message:
     blocks: tuple[Block, ...]
     raw: Any = field(default=None, compare=False, repr=False)
     name: str | None = None
+    # Belongs with the message after it and never stands alone at a cut (a Responses
+    # `reasoning` item travels with the call or message it led to).
+    binds_to_next: bool = False
 
     @property
     def is_tool_result(self) -> bool:
@@ -65,7 +68,9 @@ class Message:
 
     @property
     def is_valid_cut_point(self) -> bool:
-        """A kept tail may start here: a user or assistant message with no tool result."""
+        """A kept tail may start here: a user or assistant message with no tool result.
+
+        A message bound to the next one is judged with it by the cut-point search."""
         return self.role in (Role.USER, Role.ASSISTANT) and not self.is_tool_result
 
     @property

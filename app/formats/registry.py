@@ -14,16 +14,17 @@ from app.engine.errors import InvalidHistoryError
 from app.formats.anthropic import ANTHROPIC_MESSAGES
 from app.formats.openai import OPENAI_CHAT
 from app.formats.protocol import WireFormat
+from app.formats.responses import RESPONSES
 
 
 class FormatRegistry:
-    """Wire formats by name; the first registered is the default."""
+    """Wire formats by name, asked for evidence in registration order."""
 
-    def __init__(self, formats: Iterable[WireFormat]) -> None:
+    def __init__(self, formats: Iterable[WireFormat], default: str) -> None:
         self._formats: dict[str, WireFormat] = {f.name: f for f in formats}
-        if not self._formats:
-            raise ValueError("a format registry needs at least one format")
-        self.default: WireFormat = next(iter(self._formats.values()))
+        if default not in self._formats:
+            raise ValueError(f"the default format {default!r} is not registered")
+        self.default: WireFormat = self._formats[default]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -66,4 +67,6 @@ class FormatRegistry:
         return self.get(name) if name is not None else self.detect(messages, system)
 
 
-FORMATS = FormatRegistry([OPENAI_CHAT, ANTHROPIC_MESSAGES])
+# Responses items carry a `type` (and Chat Completions messages never do), so they are asked
+# first: a Responses developer message would otherwise read as a Chat Completions one.
+FORMATS = FormatRegistry([RESPONSES, OPENAI_CHAT, ANTHROPIC_MESSAGES], default=OPENAI_CHAT.name)

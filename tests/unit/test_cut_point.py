@@ -86,3 +86,17 @@ def test_ids_reused_every_turn_pair_turn_by_turn() -> None:
     for n in range(4):
         unique += [user(f"step {n}"), assistant("", (f"c{n}", "bash")), tool(f"c{n}"), assistant()]
     assert find_cut_index(turns, per_message, 35) == find_cut_index(unique, per_message, 35) == 12
+
+
+def test_a_reasoning_item_stays_with_the_item_it_led_to() -> None:
+    # Responses: [reasoning, function_call] travel together; the kept tail may start at
+    # the reasoning item, never between it and its call.
+    from dataclasses import replace
+
+    reasoning = replace(assistant("thinking about it"), binds_to_next=True)
+    messages = [user("go"), assistant("ok"), reasoning, assistant("", ("c", "run")), tool("c")]
+    # The walk back reaches the call (index 3): the cut moves to the reasoning item.
+    assert find_cut_index(messages, [5, 5, 5, 5, 30], keep_recent_tokens=35) == 2
+    # Two reasoning items in a row move together too.
+    chained = [user("go"), assistant("ok"), reasoning, reasoning, assistant("done")]
+    assert find_cut_index(chained, [5, 5, 5, 5, 30], keep_recent_tokens=30) == 2

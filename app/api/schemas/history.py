@@ -19,7 +19,7 @@ from app.api.schemas.strategy import (
 )
 from app.engine.thinking import ThinkingLevel
 
-Format = Literal["openai", "anthropic"]
+Format = Literal["openai", "anthropic", "responses"]
 TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 
 

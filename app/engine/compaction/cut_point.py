@@ -36,9 +36,24 @@ def find_cut_index(
 def nearest_valid_cut(messages: Sequence[Message], index: int, start: int) -> int | None:
     """The nearest valid cut point at or before `index`, not before `start`."""
     for position in range(index, start - 1, -1):
-        if messages[position].is_valid_cut_point:
+        if is_cut_point(messages, position, start):
             return position
     return None
+
+
+def is_cut_point(messages: Sequence[Message], position: int, start: int) -> bool:
+    """Whether the kept tail may start at `position`.
+
+    Messages bound to the next one (reasoning items) go wherever the first unbound message
+    after them goes: a run of them is a cut point when that message is one, and the
+    message right after such a run is not (cutting there would strand the run).
+    """
+    if position > start and messages[position - 1].binds_to_next:
+        return False
+    follower = position
+    while follower < len(messages) - 1 and messages[follower].binds_to_next:
+        follower += 1
+    return messages[follower].is_valid_cut_point
 
 
 def tool_pairs(messages: Sequence[Message]) -> list[tuple[int, int]]:
