@@ -5,6 +5,8 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
+# The wheel carries the migrations (share/context-compactor/migrations).
+COPY migrations ./migrations
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 # Runtime stage: slim base, non-root user. The BPE ranks files ship inside the bpe-openai
@@ -13,15 +15,13 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    COMPACTOR_DATABASE_URL=sqlite:////var/lib/compactor/compactor.db \
-    COMPACTOR_MIGRATIONS_DIR=/opt/compactor/migrations
+    COMPACTOR_DATABASE_URL=sqlite:////var/lib/compactor/compactor.db
 RUN groupadd --system --gid 10001 compactor \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/compactor --create-home compactor
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index /wheels/*.whl \
     && rm -rf /wheels \
     && python -c "from app.tokenizers.bpe import TokenizerRegistry; TokenizerRegistry().warm()"
-COPY migrations /opt/compactor/migrations
 USER 10001:10001
 WORKDIR /var/lib/compactor
 EXPOSE 8000

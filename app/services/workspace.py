@@ -114,9 +114,12 @@ class WorkspaceReader:
                     f"file: {path!r} is a symlink that cannot be followed safely"
                 ) from exc
             return None  # missing or unreadable files are simply absent
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            # A directory (or a device) named like a rules file is not a rules file; opening
+            # it as a file object would raise IsADirectoryError.
+            os.close(fd)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             data = handle.read(self._max_file_bytes + 1)
         truncated = len(data) > self._max_file_bytes
         # final=False drops a multi-byte character cut in half at the size bound.

@@ -40,3 +40,29 @@ def test_models_match_the_migrations(database_url: str) -> None:
             assert compare_metadata(context, Base.metadata) == []
     finally:
         engine.dispose()
+
+
+def test_replicas_migrating_together_all_succeed(postgres_server: str) -> None:
+    """AUTO_MIGRATE with several replicas starting at once: an advisory lock makes them
+    take turns instead of racing to create the same tables (issue 11)."""
+    import subprocess
+    import sys
+    import uuid
+
+    import psycopg
+
+    for _ in range(3):  # three fresh databases: the race is on the first migration
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        url = postgres_server.rsplit("/", 1)[0] + f"/{name}"
+        script = f"from app.store.migrate import upgrade; upgrade({url!r})"
+        runs = [
+            subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+            for _ in range(3)
+        ]
+        errors = [run.communicate(timeout=120)[1] for run in runs]
+        assert [run.returncode for run in runs] == [0, 0, 0], [err[-500:] for err in errors]
+        assert _tables(url) == TABLES
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -184,6 +184,14 @@ def test_fifo_named_like_a_rules_file_is_absent(workspace: TestClient, tree: Pat
     assert f"{tree}/proj/CLAUDE.md" in [s["path"] for s in answer["sources"]]
 
 
+def test_a_directory_named_like_a_rules_file_is_absent(workspace: TestClient, tree: Path) -> None:
+    # Used to answer 500 (IsADirectoryError); issue 11.
+    (tree / "proj" / "AGENTS.md").mkdir()
+    response = post(workspace, cwd=f"{tree}/proj")
+    assert response.status_code == 200, response.text
+    assert f"{tree}/proj/CLAUDE.md" in [s["path"] for s in response.json()["sources"]]
+
+
 def test_model_chooses_the_tokenizer(workspace: TestClient) -> None:
     body = {"cwd": "/r", "files": [], "skills": [{"name": "s", "description": "d", "path": "/p"}]}
     answer = workspace.post("/context/system", json={**body, "model": "gpt-4"}).json()
