@@ -44,6 +44,8 @@ class Answer:
     gate_last: bool = False
     hold_after: int | None = None
     pause_seconds: float = 0.0
+    # Send nothing at all; wait for the client to hang up (a model still thinking).
+    hold_before_headers: bool = False
 
 
 def context_too_long_openai() -> Answer:
@@ -376,6 +378,9 @@ def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             answer = fake.take(Received(method, self.path, headers, body))
             self.close_connection = True
+            if answer.hold_before_headers:
+                fake.hold(self.connection)
+                return
             if answer.events is None:
                 payload = json.dumps(answer.json).encode()
                 self.send_response(answer.status)

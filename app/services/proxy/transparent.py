@@ -89,7 +89,10 @@ class TransparentCompactor:
             return None
         inline = counted.inline_system_count
         # The kept tail must leave room under the threshold, or the next turn compacts again.
-        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, counted.threshold // KEEP_RECENT_SHARE))
+        # After an overflow the upstream's window is smaller than the registry's: keep a
+        # share of what was sent instead.
+        basis = counted.estimate.tokens if overflow else counted.threshold
+        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
         wanted = replace(wanted, keep_recent_tokens=keep)
         info = self.compaction.summarizer.info
         scope = scope_key(api.format, system, history[:inline], tools, info.provider, info.model)

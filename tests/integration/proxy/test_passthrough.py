@@ -3,7 +3,6 @@ streams as the upstream's, with credentials passed through and X-Compactor-* hea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -14,49 +13,7 @@ import pytest
 from app.settings import Settings
 from tests.integration.fake_upstreams import Answer, FakeUpstream
 from tests.integration.live_server import live_service
-
-
-@pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    with FakeUpstream() as fake:
-        yield fake
-
-
-@pytest.fixture
-def proxy_url(tmp_path: Path, upstream: FakeUpstream) -> Iterator[str]:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'compactor.db'}",
-        upstream_openai_url=f"{upstream.base_url}/v1",
-        upstream_anthropic_url=upstream.base_url,
-    )
-    with live_service(settings) as url:
-        yield url
-
-
-_CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _CLIENTS:
-        _CLIENTS.pop().close()
-
-
-def openai_client(proxy_url: str, **headers: str) -> openai.OpenAI:
-    client = openai.OpenAI(
-        base_url=f"{proxy_url}/v1", api_key="sk-caller", max_retries=0, default_headers=headers
-    )
-    _CLIENTS.append(client)
-    return client
-
-
-def anthropic_client(proxy_url: str, **headers: str) -> anthropic.Anthropic:
-    client = anthropic.Anthropic(
-        base_url=proxy_url, api_key="sk-ant-caller", max_retries=0, default_headers=headers
-    )
-    _CLIENTS.append(client)
-    return client
+from tests.integration.proxy.clients import anthropic_client, openai_client
 
 
 def test_chat_completions_pass_through_with_every_field(
