@@ -68,7 +68,8 @@ class ProxyService:
     async def forward(self, call: ProxyCall) -> ProxyAnswer:
         """The upstream's answer to `call`, after compaction when it applies."""
         url = self.base_url(call.api.upstream) + call.api.path
-        report = ProxyReport(session_id=call.session_id)
+        bound = call.session_id if call.mode is not ProxyMode.OFF else None
+        report = ProxyReport(session_id=bound)
         body = await self.transform_request(call, report)
         answer = await self._send(call, url, body)
         if answer.status >= 400 and not answer.is_event_stream:
