@@ -71,6 +71,11 @@ class ProxyService:
         bound = call.session_id if call.mode is not ProxyMode.OFF else None
         report = ProxyReport(session_id=bound)
         body = await self.transform_request(call, report)
+        if report.note:
+            log.info(
+                "proxy left the history as sent",
+                extra={"api": call.api.name, "reason": report.note},
+            )
         answer = await self._send(call, url, body)
         if answer.status >= 400 and not answer.is_event_stream:
             content = await answer.read()
