@@ -25,7 +25,6 @@ from app.store.models import SummaryCacheRow
 from app.store.repositories import SummaryCacheRepository
 
 T = TypeVar("T")
-_EMPTY = hashlib.sha256(b"").digest()
 
 
 def canonical_json(value: Any) -> bytes:
@@ -42,24 +41,39 @@ def scope_key(*parts: Any) -> str:
 
 
 class PrefixHashes:
-    """Chained hashes of a history's first k messages, computed only as far as asked."""
+    """SHA-256 of a history's first k messages (their canonical JSON, one per line), in
+    one running pass that goes only as far as asked; stable across processes, so every
+    replica computes the same keys."""
 
     def __init__(self, messages: Sequence[Any]) -> None:
         self._messages = messages
-        self._chain = [_EMPTY]
+        self._running = hashlib.sha256()
+        self._done = 0
+        self._digests: dict[int, str] = {0: hashlib.sha256().hexdigest()}
 
     def __len__(self) -> int:
         return len(self._messages)
 
     def at(self, k: int) -> str:
         """Hash of `messages[:k]` (0 <= k <= len)."""
-        while len(self._chain) <= k:
-            message = self._messages[len(self._chain) - 1]
-            # SHA-256: stable across processes and replicas, and hardware-accelerated.
-            digest = hashlib.sha256(self._chain[-1])
-            digest.update(canonical_json(message))
-            self._chain.append(digest.digest())
-        return self._chain[k].hex()
+        found = self._digests.get(k)
+        if found is not None:
+            return found
+        if k < self._done:
+            # Asked out of order: hash that prefix on its own (same definition).
+            return PrefixHashes(self._messages).at(k)
+        while self._done < k:
+            # Canonical JSON has no raw newline, so the line breaks keep messages apart.
+            self._running.update(canonical_json(self._messages[self._done]))
+            self._running.update(b"\n")
+            self._done += 1
+        digest = self._running.copy().hexdigest()
+        self._digests[k] = digest
+        return digest
+
+    def many(self, lengths: Sequence[int]) -> dict[int, str]:
+        """Hashes at each of `lengths`, in one pass."""
+        return {k: self.at(k) for k in sorted(set(lengths))}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +101,11 @@ class SummaryCache:
         """The entry with the longest prefix this history starts with, if any."""
         with self._transaction() as db:
             repo = SummaryCacheRepository(db)
-            for entry_id, length, digest in repo.candidates(tenant, scope):
-                # A prefix must leave at least one message to keep after the summary.
-                if length >= len(prefixes) or prefixes.at(length) != digest:
+            # A prefix must leave at least one message to keep after the summary.
+            candidates = [c for c in repo.candidates(tenant, scope) if c[1] < len(prefixes)]
+            hashes = prefixes.many([length for _, length, _ in candidates])
+            for entry_id, length, digest in candidates:
+                if hashes[length] != digest:
                     continue
                 row = repo.get(entry_id)
                 if row is not None:
