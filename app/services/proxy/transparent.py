@@ -19,6 +19,7 @@ import anyio
 
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
+from app.formats.vendor.apis import ProxyApi
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.history import CompactOptions, HistoryInput
@@ -41,6 +42,24 @@ UNDER_THRESHOLD_ENTRIES = 4096
 def _body_key(call: ProxyCall) -> tuple[str, int, int]:
     # Length plus SipHash, like the per-message count cache: keys never leave the process.
     return call.api.name, len(call.raw), hash(call.raw)
+
+
+def _history_of(api: ProxyApi, body: dict[str, Any]) -> HistoryInput | None:
+    """The request's history and what decides its threshold: the registry window of its
+    model, the reserve raised by its output budget."""
+    history = api.history(body)
+    if history is None:
+        return None
+    tools = body.get("tools")
+    model = body.get("model")
+    return HistoryInput(
+        messages=history,
+        format=api.format,
+        system=api.system(body),
+        tools=tools if isinstance(tools, list) else [],
+        model=model if isinstance(model, str) else None,
+        reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
+    )
 
 
 class TransparentCompactor:
@@ -72,22 +91,9 @@ class TransparentCompactor:
         """The body to forward (None: forward the original bytes). `trigger` overflow
         compacts whatever the estimate says."""
         api = call.api
-        history = api.history(body)
-        if history is None:
+        wanted = _history_of(api, body)
+        if wanted is None:
             return None
-        system = api.system(body)
-        tools = body.get("tools")
-        tools = tools if isinstance(tools, list) else []
-        model = body.get("model") if isinstance(body.get("model"), str) else None
-        overflow = trigger == "overflow"
-        wanted = HistoryInput(
-            messages=history,
-            format=api.format,
-            system=system,
-            tools=tools,
-            model=model,
-            reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
-        )
         try:
             counted = self.estimation.count(wanted)
         except InvalidHistoryError as exc:
@@ -95,9 +101,11 @@ class TransparentCompactor:
             report.note = f"history not compactable: {exc.where or 'body'}"
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
+        overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
             self._remember_under_threshold(call, counted.estimate.tokens)
             return None
+        history = list(wanted.messages)
         inline = counted.inline_system_count
         # The kept tail must leave room under the threshold, or the next turn compacts again.
         # After an overflow the upstream's window is smaller than the registry's: keep a
@@ -105,16 +113,7 @@ class TransparentCompactor:
         basis = counted.estimate.tokens if overflow else counted.threshold
         keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
         wanted = replace(wanted, keep_recent_tokens=keep)
-        info = self.compaction.summarizer.info
-        scope = scope_key(
-            api.format,
-            system,
-            history[:inline],
-            tools,
-            info.provider,
-            info.model,
-            self.compaction.default_thinking.value,
-        )
+        scope = self._scope(api.format, wanted, history[:inline])
         prefixes = PrefixHashes(history[inline:])
         hit = await self._lookup(call, scope, prefixes)
         forwarded = None
@@ -127,9 +126,10 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 return forwarded
-        options = CompactOptions(force=overflow, trigger=trigger)
         try:
-            outcome = await self.compaction.compact(wanted, options, call.caller_gone)
+            outcome = await self.compaction.compact(
+                wanted, CompactOptions(force=overflow, trigger=trigger), call.caller_gone
+            )
         except (SummarizerError, IneffectiveCompactionError) as exc:
             # Fail open: the upstream may still take the history; a summary is an aid.
             report.note = f"compaction failed: {type(exc).__name__}"
@@ -139,6 +139,7 @@ class TransparentCompactor:
             report.note = outcome.reason
             # After an overflow, what was already sent would only overflow again.
             return None if overflow else forwarded
+        # What the new summary covers, in messages of the caller's history.
         offset = 1 if hit is not None else 0
         cut = outcome.plan.cut_index
         summarized = CachedSummary(
@@ -152,6 +153,19 @@ class TransparentCompactor:
         report.compacted = True
         report.tokens_after = outcome.tokens_after
         return api.with_history(body, outcome.messages)
+
+    def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
+        """Everything besides the prefix that shapes its summary."""
+        info = self.compaction.summarizer.info
+        return scope_key(
+            format_name,
+            wanted.system,
+            inline,
+            list(wanted.tools),
+            info.provider,
+            info.model,
+            self.compaction.default_thinking.value,
+        )
 
     def known_under_threshold(self, call: ProxyCall) -> int | None:
         """The token count of a body already seen, byte for byte, under its threshold."""
