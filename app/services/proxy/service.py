@@ -16,8 +16,10 @@ import anyio
 import orjson
 
 from app.engine.errors import CompactorError
+from app.formats.vendor.apis import Upstream
+from app.formats.vendor.overflow import is_context_overflow
+from app.formats.vendor.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.providers.upstream import UpstreamAnswer, UpstreamClient
-from app.services.proxy.apis import Upstream
 from app.services.proxy.call import (
     NullProxyObserver,
     ProxyAnswer,
@@ -26,8 +28,6 @@ from app.services.proxy.call import (
     ProxyObserver,
     ProxyReport,
 )
-from app.services.proxy.overflow import is_context_overflow
-from app.services.proxy.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.transparent import TransparentCompactor
 
@@ -71,6 +71,11 @@ class ProxyService:
         bound = call.session_id if call.mode is not ProxyMode.OFF else None
         report = ProxyReport(session_id=bound)
         body = await self.transform_request(call, report)
+        if report.note:
+            log.info(
+                "proxy left the history as sent",
+                extra={"api": call.api.name, "reason": report.note},
+            )
         answer = await self._send(call, url, body)
         if answer.status >= 400 and not answer.is_event_stream:
             content = await answer.read()

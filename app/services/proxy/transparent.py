@@ -99,7 +99,6 @@ class TransparentCompactor:
         except InvalidHistoryError as exc:
             # The upstream is the judge of what it accepts; the proxy only steps aside.
             report.note = f"history not compactable: {exc.where or 'body'}"
-            log.info("proxy left the history as sent", extra={"reason": report.note})
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
         overflow = trigger == "overflow"
@@ -138,7 +137,6 @@ class TransparentCompactor:
             return None if overflow else forwarded
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             report.note = outcome.reason
-            log.info("proxy left the history as sent", extra={"reason": report.note})
             # After an overflow, what was already sent would only overflow again.
             return None if overflow else forwarded
         # What the new summary covers, in messages of the caller's history.
