@@ -32,7 +32,9 @@ _HOP_BY_HOP = frozenset(
 )
 # Answers are relayed decoded, so their encoding header goes too; and the upstream is
 # offered only the encodings httpx can undo (its own accept-encoding), never the caller's.
-_NOT_RELAYED = _HOP_BY_HOP | {"content-encoding"}
+# `date` and `server` describe the hop too, and the service's server writes its own (two
+# of each would reach the caller otherwise).
+_NOT_RELAYED = _HOP_BY_HOP | {"content-encoding", "date", "server"}
 _NOT_FORWARDED = _HOP_BY_HOP | {"accept-encoding"}
 
 

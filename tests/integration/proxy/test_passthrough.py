@@ -32,6 +32,8 @@ def test_chat_completions_pass_through_with_every_field(
     assert completion.choices[0].message.content == "Reply to 1 items."
     assert raw.headers["x-compactor-compacted"] == "false"
     assert int(raw.headers["x-compactor-tokens-before"]) > 0
+    names = [name for name, _ in raw.headers.multi_items()]
+    assert names.count("date") == 1 and names.count("server") == 1
     sent = upstream.received[-1]
     assert sent.path == "/v1/chat/completions"
     assert sent.body["vendor_field"] == {"kept": True} and sent.body["temperature"] == 0.2
