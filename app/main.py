@@ -17,6 +17,7 @@ from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
 from app.api.routes import health, history, metrics, sessions, system_prompt
 from app.api.state import AppState
+from app.api.ui.routes import router as ui_router
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
@@ -106,6 +107,8 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     app.include_router(metrics.router, dependencies=authenticated)
+    # The inspector checks the key itself: a browser brings it in a cookie.
+    app.include_router(ui_router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=state.metrics)
