@@ -45,9 +45,9 @@ def build_compacted_session(client: HttpClient) -> BuiltSession:
 
 def build_hostile_session(client: HttpClient) -> str:
     """A small session whose user text, tool result and summary all carry markup."""
-    sid = client.post(
-        "/sessions", json={"trigger_tokens": 600, "keep_recent_tokens": 100}
-    ).json()["id"]
+    sid = client.post("/sessions", json={"trigger_tokens": 600, "keep_recent_tokens": 100}).json()[
+        "id"
+    ]
     filler = "please look at the parser module again " * 30
     messages: list[Any] = []
     for i in range(4):

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -166,8 +165,8 @@ def test_the_curve_shows_every_turn_and_every_compaction(
             assert record["tokens_after"] in numbers_in(title)
         legend = page.locator(".compaction-legend li")
         assert legend.count() == len(records)
-        first = records[0]
-        assert f"{first['tokens_before']:,} → {first['tokens_after']:,}" in legend.first.inner_text()
+        first = f"{records[0]['tokens_before']:,} → {records[0]['tokens_after']:,}"
+        assert first in legend.first.inner_text()
         # Hovering a marker shows its numbers in the tooltip.
         markers.nth(1).locator("circle.before").hover()
         tooltip = page.locator("#tooltip")
@@ -197,11 +196,13 @@ def test_each_summary_sits_beside_the_previous_with_differences_marked(
         assert added.first.inner_text().strip()
         assert second.locator(".previous-summary del").count() > 0
         # The right column is the second summary, the left one the first, verbatim.
-        assert second.locator(".current-summary pre").inner_text() == (
-            session.compactions[1]["summary"]
+        assert (
+            second.locator(".current-summary pre").inner_text()
+            == (session.compactions[1]["summary"])
         )
-        assert second.locator(".previous-summary pre").inner_text() == (
-            session.compactions[0]["summary"]
+        assert (
+            second.locator(".previous-summary pre").inner_text()
+            == (session.compactions[0]["summary"])
         )
         folded = second.locator(".folded").inner_text()
         assert re.search(r"Folded entries \d+–\d+ \(\d+ entries\)", folded), folded
