@@ -93,3 +93,12 @@ def test_each_side_of_a_diff_reads_exactly_as_its_summary(old: str, new: str) ->
     assert "".join(s.text for s in diff.current) == new
     assert all(s.kind != "added" for s in diff.previous)
     assert all(s.kind != "removed" for s in diff.current)
+
+
+def test_very_long_summaries_are_compared_by_lines() -> None:
+    old = "".join(f"- [x] read src/module_{i}.py\n" for i in range(4_000))
+    new = old.replace("module_7.py", "module_7b.py") + "- [ ] run the tests\n"
+    diff = diff_summaries(old, new)
+    added = [s.text for s in diff.current if s.kind == "added"]
+    assert added == ["- [x] read src/module_7b.py\n", "- [ ] run the tests\n"]
+    assert "".join(s.text for s in diff.current) == new

@@ -11,6 +11,10 @@ from typing import Literal
 # reads exactly as written and the matcher compares half as many pieces.
 _TOKENS = re.compile(r"^\s+|\S+\s*")
 
+# Beyond this many words a side, the matcher compares lines: word matching is quadratic
+# at worst, and a page should not wait seconds on two very long summaries.
+MAX_WORDS = 8_000
+
 SegmentKind = Literal["same", "added", "removed"]
 
 
@@ -39,6 +43,8 @@ class SummaryDiff:
 def diff_summaries(previous: str, current: str) -> SummaryDiff:
     """Word-level differences between two summaries (difflib, no junk heuristic)."""
     old, new = _TOKENS.findall(previous), _TOKENS.findall(current)
+    if max(len(old), len(new)) > MAX_WORDS:
+        old, new = previous.splitlines(keepends=True), current.splitlines(keepends=True)
     matcher = SequenceMatcher(None, old, new, autojunk=False)
     left: list[DiffSegment] = []
     right: list[DiffSegment] = []
