@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from tests.conftest import AUTOCOMPACTED_ANTHROPIC, load_json
@@ -25,11 +26,13 @@ class BuiltSession:
     compactions: list[dict[str, Any]]
 
 
-def build_compacted_session(client: HttpClient) -> BuiltSession:
-    """The 298-entry transcript appended in batches with `prepare` after each."""
-    body = load_json(AUTOCOMPACTED_ANTHROPIC)
+def build_compacted_session(
+    client: HttpClient, path: Path = AUTOCOMPACTED_ANTHROPIC, **settings: Any
+) -> BuiltSession:
+    """A real transcript (298 entries by default) appended in batches, `prepare` after each."""
+    body = load_json(path)
     messages: list[Any] = body["messages"]
-    created = client.post("/sessions", json={"model": body["model"], **SETTINGS})
+    created = client.post("/sessions", json={"model": body["model"], **SETTINGS, **settings})
     assert created.status_code == 201, created.text
     sid = created.json()["id"]
     for start in range(0, len(messages), BATCH):

@@ -211,7 +211,9 @@ def test_each_summary_sits_beside_the_previous_with_differences_marked(
         assert v.errors == []
 
 
-def test_the_transcript_pages_forward_and_back(site: Site, browser: Browser) -> None:
+def test_the_transcript_pages_forward_and_back(
+    site: Site, browser: Browser, tmp_path: Path
+) -> None:
     session = site.session
     with visit(browser) as v:
         log_in(v.page, site, f"/ui/sessions/{session.id}")
@@ -225,6 +227,7 @@ def test_the_transcript_pages_forward_and_back(site: Site, browser: Browser) -> 
         assert entries.count() == 50
         assert entries.first.get_attribute("data-seq") == "50"
         assert "page 2 of 6" in page.locator("#transcript .page-info").first.inner_text()
+        page.screenshot(path=str(tmp_path / "inspector-transcript-page-2.png"))
         page.locator("#transcript nav.pager a.prev").first.click()
         page.wait_for_load_state()
         assert entries.first.get_attribute("data-seq") == "0"

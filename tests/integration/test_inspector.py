@@ -14,6 +14,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.services.inspector.reading import InspectorService
 from app.settings import Settings
+from tests.conftest import BIG_ANTHROPIC
+from tests.fidelity_scenario import ForgetfulSummarizer
 from tests.inspector_session import (
     HOSTILE_TEXT,
     BuiltSession,
@@ -25,6 +27,7 @@ ALPHA_KEY = "key-alpha-0123456789"
 BETA_KEY = "key-beta-0123456789"
 KEYS = f"alpha:{ALPHA_KEY},beta:{BETA_KEY}"
 ALPHA = {"Authorization": f"Bearer {ALPHA_KEY}"}
+PIN = "The staging database listens on port 5433."
 
 
 class VisibleText(HTMLParser):
@@ -245,3 +248,47 @@ def test_an_empty_session_has_a_page_too(open_site: tuple[TestClient, BuiltSessi
     assert "Transcript (0 entries)" in text
     assert 'data-turns="0"' in answer.text
     client.delete(f"/sessions/{sid}")
+
+
+def test_cleared_tool_uses_are_listed_and_the_curve_still_meets_every_record(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}")
+    with TestClient(create_app(settings)) as client:
+        session = build_compacted_session(client, BIG_ANTHROPIC, strategy="auto")
+        records = session.compactions
+        assert any(r["cleared_tool_uses"] for r in records)
+        sessions = client.app.state.compactor.sessions  # type: ignore[attr-defined]
+        inspection = InspectorService(sessions).inspect("default", session.id, 1, 50)
+        assert [(d.before, d.after) for d in inspection.curve.drops] == [
+            (r["tokens_before"], r["tokens_after"]) for r in records
+        ]
+        html = client.get(f"/ui/sessions/{session.id}").text
+    assert html.count('<table class="cleared-tool-uses">') == sum(
+        1 for r in records if r["cleared_tool_uses"]
+    )
+    cleared = next(r for r in records if r["cleared_tool_uses"])["cleared_tool_uses"][0]
+    assert f"<code>{cleared['tool_call_id']}</code>" in html
+    assert "clear_tool_results" in visible_text(html)
+
+
+def test_restored_facts_and_the_request_in_progress_are_shown(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}")
+    with TestClient(create_app(settings, summarizer=ForgetfulSummarizer())) as client:
+        sid = client.post("/sessions", json={"keep_recent_tokens": 200, "pinned": [PIN]}).json()[
+            "id"
+        ]
+        filler = "The parser reads tokens one by one and builds the tree. " * 30
+        messages = [
+            {"role": "user", "content": f"Fix the parser. Never touch `gen/`. {filler}"},
+            {"role": "assistant", "content": "Now the edit. " + filler},
+            {"role": "user", "content": "Then run the tests."},
+            {"role": "assistant", "content": "Running them. " + filler},
+        ]
+        client.post(f"/sessions/{sid}/messages", json={"messages": messages})
+        record = client.post(f"/sessions/{sid}/compact", json={}).json()["compaction"]
+        assert record["restored_facts"]
+        text = visible_text(client.get(f"/ui/sessions/{sid}").text)
+    assert f"pinned {PIN}" in text
+    assert "constraint Never touch `gen/`." in text
+    assert "Request in progress at the cut: Then run the tests." in text

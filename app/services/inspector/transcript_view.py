@@ -59,7 +59,7 @@ def _part(block: Block) -> EntryPart:
     kind = block.kind
     if kind is BlockKind.TOOL_CALL:
         label = f"tool call {block.tool_name or 'tool'} · {block.tool_call_id or ''}"
-        return EntryPart(kind.value, label.strip(" ·"), block.arguments)
+        return EntryPart(kind.value, label.strip(" ·"), _readable_arguments(block.arguments))
     if kind is BlockKind.TOOL_RESULT:
         label = f"tool result · {block.tool_call_id or ''}".strip(" ·")
         if block.is_error:
@@ -75,3 +75,11 @@ def _part(block: Block) -> EntryPart:
     if kind is BlockKind.TEXT:
         return EntryPart(kind.value, "text", block.text)
     return EntryPart(kind.value, kind.value, block.text)
+
+
+def _readable_arguments(arguments: str) -> str:
+    """Tool-call arguments indented when they are JSON, as the model wrote them if not."""
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
