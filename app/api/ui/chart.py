@@ -9,7 +9,10 @@ from app.services.inspector.curve import TokenCurve
 
 WIDTH = 960
 HEIGHT = 320
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 36
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 44, 36
+# Marker labels alternate between two rows above the plot so neighbours do not collide.
+LABEL_ROWS = (14, 28)
+LABEL_HALF_WIDTH = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +33,8 @@ class Marker:
     before: int
     after: int
     label: str
+    label_y: int
+    label_anchor: str
     tip: str
 
 
@@ -115,13 +120,15 @@ def layout_chart(curve: TokenCurve) -> Chart:
             y_after=y_of(d.after),
             before=d.recorded_before,
             after=d.recorded_after,
-            label=f"#{d.ordinal}",
+            label=f"#{d.ordinal} {_short_drop(d.recorded_before, d.recorded_after)}",
+            label_y=LABEL_ROWS[index % len(LABEL_ROWS)],
+            label_anchor=_anchor(x_of(d.seq)),
             tip=(
                 f"compaction #{d.ordinal} after entry {d.seq}: "
                 f"{d.recorded_before:,} → {d.recorded_after:,} tokens"
             ),
         )
-        for d in curve.drops
+        for index, d in enumerate(curve.drops)
     )
     y_ticks = tuple(
         Tick(y_of(int(value)), tokens_label(int(value))) for value in _frange(0, y_max, step)
@@ -145,6 +152,19 @@ def layout_chart(curve: TokenCurve) -> Chart:
         y_ticks=y_ticks,
         x_ticks=x_ticks,
     )
+
+
+def _short_drop(before: int, after: int) -> str:
+    return f"{tokens_label(before)}→{tokens_label(after)}"
+
+
+def _anchor(x: float) -> str:
+    """Labels near an edge grow inward so they stay inside the picture."""
+    if x > WIDTH - RIGHT - LABEL_HALF_WIDTH:
+        return "end"
+    if x < LEFT + LABEL_HALF_WIDTH:
+        return "start"
+    return "middle"
 
 
 def _frange(start: float, stop: float, step: float) -> list[float]:
