@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.services.inspector.reading import InspectorService
 from app.settings import Settings
-from tests.conftest import BIG_ANTHROPIC
+from tests.conftest import BIG_ANTHROPIC, CLAUDE_CODE, load_json
 from tests.fidelity_scenario import ForgetfulSummarizer
 from tests.inspector_session import (
     HOSTILE_TEXT,
@@ -292,3 +292,36 @@ def test_restored_facts_and_the_request_in_progress_are_shown(tmp_path: Path) ->
     assert f"pinned {PIN}" in text
     assert "constraint Never touch `gen/`." in text
     assert "Request in progress at the cut: Then run the tests." in text
+
+
+def test_the_curve_counts_with_the_session_model_and_keeps_the_system_prefix(
+    tmp_path: Path,
+) -> None:
+    """An OpenAI session on a cl100k model whose transcript opens with system messages."""
+    body = load_json(CLAUDE_CODE / "4d5611e5-241a-462a-8d15-5122611a9569.openai.json")
+    prefix = [
+        {"role": "system", "content": "You are a careful coding agent. " * 20},
+        {"role": "developer", "content": "Answer briefly."},
+    ]
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}")
+    with TestClient(create_app(settings)) as client:
+        sid = client.post(
+            "/sessions",
+            json={"model": "gpt-4-turbo", "trigger_tokens": 30_000, "keep_recent_tokens": 8_000},
+        ).json()["id"]
+        messages = prefix + body["messages"]
+        for start in range(0, len(messages), 40):
+            batch = messages[start : start + 40]
+            client.post(f"/sessions/{sid}/messages", json={"messages": batch})
+            client.post(f"/sessions/{sid}/prepare")
+        records = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
+        assert len(records) >= 3
+        sessions = client.app.state.compactor.sessions  # type: ignore[attr-defined]
+        inspection = InspectorService(sessions).inspect("default", sid, 1, 50)
+        assert [(d.before, d.after) for d in inspection.curve.drops] == [
+            (r["tokens_before"], r["tokens_after"]) for r in records
+        ]
+        context = client.get(f"/sessions/{sid}/context").json()
+        assert inspection.curve.points[-1].tokens == context["estimate"]["tokens"]
+        assert [e.state for e in inspection.entries[:3]] == ["prefix", "prefix", "folded"]
+        assert inspection.compactions[0].folded_start == 2

@@ -253,10 +253,13 @@ class InspectorService:
             )
         )
 
-    def _message_counts(self, wire: WireFormat, messages: Sequence[Any]) -> list[int]:
+    def _message_counts(
+        self, wire: WireFormat, session: SessionRecord, messages: Sequence[Any]
+    ) -> list[int]:
+        """Per-message counts with the session's tokenizer (its model decides it)."""
         if not messages:
             return []
-        history = HistoryInput(messages=messages, format=wire.name)
+        history = HistoryInput(messages=messages, format=wire.name, model=session.model)
         return self._sessions.estimation.count(history).per_message
 
     def _cost(
@@ -270,7 +273,7 @@ class InspectorService:
         summary_tokens = 0
         if record.summary:
             summary = wire.summary_message(self._sessions.marker.render(record.summary))
-            summary_tokens = self._message_counts(wire, [summary])[0]
+            summary_tokens = self._message_counts(wire, session, [summary])[0]
         delta = 0
         cleared = cleared_from_json(record.cleared_tool_uses)
         if cleared:
@@ -278,8 +281,8 @@ class InspectorService:
             kept = list(messages[start : record.covered_seq])
             replaced = wire.apply_cleared(kept, cleared)
             changed = [i for i, (a, b) in enumerate(zip(kept, replaced, strict=True)) if a is not b]
-            before = self._message_counts(wire, [kept[i] for i in changed])
-            after = self._message_counts(wire, [replaced[i] for i in changed])
+            before = self._message_counts(wire, session, [kept[i] for i in changed])
+            after = self._message_counts(wire, session, [replaced[i] for i in changed])
             delta = sum(after) - sum(before)
         return CompactionCost(
             ordinal=record.ordinal,
