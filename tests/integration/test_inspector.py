@@ -325,3 +325,21 @@ def test_the_curve_counts_with_the_session_model_and_keeps_the_system_prefix(
         assert inspection.curve.points[-1].tokens == context["estimate"]["tokens"]
         assert [e.state for e in inspection.entries[:3]] == ["prefix", "prefix", "folded"]
         assert inspection.compactions[0].folded_start == 2
+
+
+def test_a_login_posted_from_another_site_is_refused(keyed: tuple[TestClient, str]) -> None:
+    client, _ = keyed
+    for headers in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        answer = client.post(
+            "/ui/login", data={"key": ALPHA_KEY}, headers=headers, follow_redirects=False
+        )
+        assert answer.status_code == 403, headers
+        assert "set-cookie" not in answer.headers
+    same = client.post(
+        "/ui/login",
+        data={"key": ALPHA_KEY},
+        headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
+        follow_redirects=False,
+    )
+    assert same.status_code == 303
+    client.cookies.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -128,6 +128,15 @@ def session_page(
     )
 
 
+def _cross_site(request: Request) -> bool:
+    """A form posted from another site (login CSRF): the browser says so in its headers."""
+    if request.headers.get("sec-fetch-site") == "cross-site":
+        return True
+    origin = request.headers.get("origin")
+    # "null" is what a browser sends under Referrer-Policy: no-referrer, from this site too.
+    return origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")
+
+
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, next: str | None = None) -> Response:
     """The form that takes an API key once and keeps it in a cookie for /ui."""
@@ -146,6 +155,13 @@ async def login(request: Request) -> Response:
     target = safe_next((form.get("next") or [""])[0])
     if not keys_configured(request):
         return RedirectResponse(target, status_code=303)
+    if _cross_site(request):
+        return _render(
+            request,
+            "login.html",
+            {"next": target, "error": "Log in from this site's own form.", "keys": True},
+            status_code=403,
+        )
     if not key or tenant_of_digest(request, key_digest(key)) is None:
         return _render(
             request,
