@@ -14,6 +14,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,23 +41,30 @@ def _median_ms(client: httpx.Client, path: str) -> float:
     return statistics.median(times) * 1000
 
 
+@contextmanager
+def _client(settings: Settings) -> Iterator[httpx.Client]:
+    with (
+        serve_in_thread(create_app(settings)) as base,
+        httpx.Client(base_url=base, timeout=120) as client,
+    ):
+        yield client
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'bench.db'}")
-        with serve_in_thread(create_app(settings)) as base:
-            with httpx.Client(base_url=base, timeout=120) as client:
-                session = build_compacted_session(client)
-        # A fresh process-like app: empty token-count cache, the first page is cold.
-        with serve_in_thread(create_app(settings)) as base:
-            with httpx.Client(base_url=base, timeout=120) as client:
-                start = time.perf_counter()
-                page = client.get(f"/ui/sessions/{session.id}")
-                cold = (time.perf_counter() - start) * 1000
-                assert page.status_code == 200
-                context = _median_ms(client, f"/sessions/{session.id}/context")
-                warm = _median_ms(client, f"/ui/sessions/{session.id}")
-                later = _median_ms(client, f"/ui/sessions/{session.id}?page=6")
-                listing = _median_ms(client, "/ui")
+        with _client(settings) as client:
+            session = build_compacted_session(client)
+        # A new app: an empty token-count cache, so the first page is cold.
+        with _client(settings) as client:
+            start = time.perf_counter()
+            page = client.get(f"/ui/sessions/{session.id}")
+            cold = (time.perf_counter() - start) * 1000
+            assert page.status_code == 200
+            context = _median_ms(client, f"/sessions/{session.id}/context")
+            warm = _median_ms(client, f"/ui/sessions/{session.id}")
+            later = _median_ms(client, f"/ui/sessions/{session.id}?page=6")
+            listing = _median_ms(client, "/ui")
     entries, compactions = len(session.messages), len(session.compactions)
     print(f"session: {entries} entries, {compactions} compactions, page {len(page.text):,} bytes")
     print(f"GET /sessions/{{id}}/context (baseline)   {context:7.1f} ms")
