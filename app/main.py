@@ -29,6 +29,8 @@ from app.services.summarizers import (
     needs_http_client,
     summarizer_http_client,
 )
+from app.services.system_prompt import SystemPromptService
+from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
 from app.store.migrate import upgrade
@@ -58,6 +60,9 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         compaction=compaction,
         db=db,
         sessions=SessionService(session_factory(db), estimation, compaction),
+        system_prompts=SystemPromptService(
+            estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
+        ),
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
     )

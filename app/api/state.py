@@ -11,6 +11,7 @@ from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.sessions.service import SessionService
+from app.services.system_prompt import SystemPromptService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -24,6 +25,7 @@ class AppState:
     compaction: CompactionService
     db: Engine
     sessions: SessionService
+    system_prompts: SystemPromptService
     metrics: Metrics
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
