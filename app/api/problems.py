@@ -123,7 +123,7 @@ INTERNAL_ERROR = ProblemType(500, "Internal server error", "internal-error")
 def problem_type_for(exc: BaseException) -> ProblemType:
     """The problem type of the nearest mapped class of `exc`; 500 when none is."""
     for kind in type(exc).__mro__:
-        found = PROBLEM_TYPES.get(kind)  # type: ignore[call-overload]
+        found = PROBLEM_TYPES.get(kind)
         if found is not None:
             return found
     return INTERNAL_ERROR
