@@ -9,7 +9,13 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from app.api.auth import Tenant
 from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
-from app.api.mappers.sessions import compaction_out, context_out, prepare_out, session_out
+from app.api.mappers.sessions import (
+    compaction_out,
+    context_out,
+    new_session,
+    prepare_out,
+    session_out,
+)
 from app.api.problems import documented
 from app.api.routing import OrjsonRoute
 from app.api.schemas.sessions import (
@@ -58,7 +64,7 @@ _COMPACT = documented(
 @router.post("", status_code=201, response_model=SessionOut, responses=_WRITE)
 def create_session(body: SessionIn, tenant: Tenant, sessions: Sessions) -> SessionOut:
     """Create a session with its model, format, system prompt, tools and settings."""
-    return session_out(sessions.create(tenant, body.model_dump()))
+    return session_out(sessions.create(tenant, new_session(body)))
 
 
 @router.get("", response_model=SessionListOut, responses=_READ)
