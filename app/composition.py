@@ -112,6 +112,7 @@ def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
     if summarizer and needs_http_client(settings):
         http_summarizer_config(settings)
     parse_api_keys(settings.api_key_spec())
+    load_registry(settings.models_file, settings.fallback_context_window)
 
 
 def outbound_client(settings: Settings) -> httpx.AsyncClient:
