@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.problems import ApiError
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
@@ -14,7 +15,15 @@ from app.services.system_prompt import SystemPromptService
 
 
 def get_state(request: Request) -> AppState:
-    state: AppState = request.app.state.compactor
+    """The state the lifespan built (`LifespanState.compactor`)."""
+    state: AppState | None = getattr(request.state, "compactor", None)
+    if state is None:
+        raise ApiError(
+            503,
+            "Not started",
+            "the service has not started: run the app with its lifespan",
+            "not-started",
+        )
     return state
 
 
