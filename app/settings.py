@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.engine.thinking import ThinkingLevel
+from app.providers.catalog import ProviderName
 
 
 class Settings(BaseSettings):
@@ -19,10 +20,15 @@ class Settings(BaseSettings):
     # Apply pending migrations when the app starts; defaults to yes for the embedded SQLite
     # file and no for PostgreSQL, where `compactor migrate` runs once per deployment.
     auto_migrate: bool | None = None
-    summarizer: Literal["extractive", "openai", "anthropic"] = "extractive"
+    # `extractive` (offline) or a named provider of app/providers/catalog.py, which fixes
+    # the wire protocol and how the endpoint is addressed (docs/providers.md).
+    summarizer: Literal["extractive"] | ProviderName = "extractive"
     summarizer_base_url: str | None = None
     summarizer_api_key: SecretStr | None = None
     summarizer_model: str | None = None
+    # Azure only: the deployment to call (defaults to the model name) and `api-version`.
+    summarizer_deployment: str | None = None
+    summarizer_api_version: str | None = None
     summarizer_thinking: ThinkingLevel = ThinkingLevel.OFF
     summarizer_timeout_seconds: float = Field(default=120.0, gt=0)
     # Transport retries of one summary call (429, 5xx, connection errors), all within

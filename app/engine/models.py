@@ -8,7 +8,6 @@ from typing import Any
 
 from app.engine.thinking import ThinkingLevel
 
-DEFAULT_FALLBACK_WINDOW = 128_000
 APPROXIMATE_ENCODING = "o200k_base"
 
 

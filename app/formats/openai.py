@@ -19,6 +19,7 @@ from app.formats.common import (
     expect_str,
     fail,
     image_block,
+    is_one_of,
     other_block,
     type_name,
 )
@@ -193,7 +194,7 @@ def proves(raw: Any) -> bool:
         return True
     content = raw.get("content")
     return isinstance(content, list) and any(
-        isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in content
+        isinstance(part, dict) and is_one_of(part.get("type"), _OPENAI_PARTS) for part in content
     )
 
 

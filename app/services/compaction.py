@@ -30,7 +30,6 @@ from app.services.history import CompactOptions, HistoryInput
 
 SUMMARIZE = "summarize"
 CLEAR_TOOL_RESULTS = "clear_tool_results"
-AUTO = "auto"
 
 
 @dataclass(frozen=True, slots=True)

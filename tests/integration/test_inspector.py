@@ -108,7 +108,7 @@ def test_the_curve_meets_every_recorded_compaction_and_ends_at_the_context(
     """Counted from the transcript alone, the curve goes through each record's tokens
     before and after, and its last point is the context the API reports now."""
     client, session = open_site
-    sessions = client.app.state.compactor.sessions  # type: ignore[attr-defined]
+    sessions = client.app_state["compactor"].sessions
     inspection = InspectorService(sessions).inspect("default", session.id, 1, 50)
     curve = inspection.curve
     assert len(curve.points) == len(session.messages)
@@ -258,7 +258,7 @@ def test_cleared_tool_uses_are_listed_and_the_curve_still_meets_every_record(
         session = build_compacted_session(client, BIG_ANTHROPIC, strategy="auto")
         records = session.compactions
         assert any(r["cleared_tool_uses"] for r in records)
-        sessions = client.app.state.compactor.sessions  # type: ignore[attr-defined]
+        sessions = client.app_state["compactor"].sessions
         inspection = InspectorService(sessions).inspect("default", session.id, 1, 50)
         assert [(d.before, d.after) for d in inspection.curve.drops] == [
             (r["tokens_before"], r["tokens_after"]) for r in records
@@ -316,7 +316,7 @@ def test_the_curve_counts_with_the_session_model_and_keeps_the_system_prefix(
             client.post(f"/sessions/{sid}/prepare")
         records = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
         assert len(records) >= 3
-        sessions = client.app.state.compactor.sessions  # type: ignore[attr-defined]
+        sessions = client.app_state["compactor"].sessions
         inspection = InspectorService(sessions).inspect("default", sid, 1, 50)
         assert [(d.before, d.after) for d in inspection.curve.drops] == [
             (r["tokens_before"], r["tokens_after"]) for r in records

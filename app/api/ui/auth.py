@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from fastapi import Request, Response
 
 from app.api.auth import DEFAULT_TENANT
+from app.api.deps import get_state
 
 COOKIE_NAME = "compactor_ui"
 COOKIE_PATH = "/ui"
@@ -25,13 +26,12 @@ def key_digest(key: str) -> str:
 
 
 def keys_configured(request: Request) -> bool:
-    keys: dict[str, str] = request.app.state.compactor.api_keys
-    return bool(keys)
+    return bool(get_state(request).api_keys)
 
 
 def tenant_of_digest(request: Request, digest: str) -> str | None:
     """The tenant whose key has this digest; every key is compared, whichever matches."""
-    keys: dict[str, str] = request.app.state.compactor.api_keys
+    keys = get_state(request).api_keys
     tenant = None
     for key, owner in keys.items():
         if hmac.compare_digest(key_digest(key).encode(), digest.encode()):

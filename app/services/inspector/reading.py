@@ -6,13 +6,11 @@ methods (get, list_for_tenant, transcript, compactions, context), and only here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
-from app.services.clearing import cleared_from_json
 from app.services.estimation import CountedHistory
 from app.services.history import HistoryInput
 from app.services.inspector.curve import CompactionCost, token_curve
@@ -27,69 +25,10 @@ from app.services.inspector.views import (
     SessionList,
 )
 from app.services.sessions.service import SessionService
+from app.services.sessions.views import CompactionRecord, SessionView
 
 # The session store hands out at most this many transcript entries per read.
 _TRANSCRIPT_CHUNK = 5_000
-
-
-class SessionRecord(Protocol):
-    """What the inspector reads of a session (an ORM row or a frozen view alike)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def model(self) -> str | None: ...
-    @property
-    def format(self) -> str | None: ...
-    @property
-    def system(self) -> Any: ...
-    @property
-    def tools(self) -> Sequence[Any]: ...
-    @property
-    def settings(self) -> Mapping[str, Any]: ...
-    @property
-    def entry_count(self) -> int: ...
-    @property
-    def compaction_count(self) -> int: ...
-    @property
-    def system_prefix_count(self) -> int: ...
-    @property
-    def created_at(self) -> datetime: ...
-
-
-class CompactionRecord(Protocol):
-    """What the inspector reads of a compaction record."""
-
-    @property
-    def ordinal(self) -> int: ...
-    @property
-    def summary(self) -> str: ...
-    @property
-    def first_kept_seq(self) -> int: ...
-    @property
-    def covered_seq(self) -> int: ...
-    @property
-    def tokens_before(self) -> int: ...
-    @property
-    def tokens_after(self) -> int: ...
-    @property
-    def trigger(self) -> str: ...
-    @property
-    def strategy(self) -> str: ...
-    @property
-    def summarizer(self) -> Mapping[str, Any]: ...
-    @property
-    def instructions(self) -> str | None: ...
-    @property
-    def applied(self) -> Sequence[str] | None: ...
-    @property
-    def restored_facts(self) -> Sequence[Mapping[str, Any]] | None: ...
-    @property
-    def current_request(self) -> str | None: ...
-    @property
-    def cleared_tool_uses(self) -> Sequence[Mapping[str, Any]] | None: ...
-    @property
-    def created_at(self) -> datetime: ...
 
 
 class InspectorService:
@@ -151,9 +90,9 @@ class InspectorService:
                 return messages
 
     def _count(
-        self, session: SessionRecord, wire: WireFormat, messages: Sequence[Any]
+        self, session: SessionView, wire: WireFormat, messages: Sequence[Any]
     ) -> CountedHistory:
-        settings = session.settings or {}
+        settings = session.settings
         return self._sessions.estimation.count(
             HistoryInput(
                 messages=messages,
@@ -161,15 +100,15 @@ class InspectorService:
                 system=session.system,
                 tools=session.tools or (),
                 model=session.model,
-                context_window=settings.get("context_window"),
-                reserve_tokens=settings.get("reserve_tokens"),
-                trigger_tokens=settings.get("trigger_tokens"),
-                keep_recent_tokens=settings.get("keep_recent_tokens"),
+                context_window=settings.context_window,
+                reserve_tokens=settings.reserve_tokens,
+                trigger_tokens=settings.trigger_tokens,
+                keep_recent_tokens=settings.keep_recent_tokens,
             )
         )
 
     def _message_counts(
-        self, wire: WireFormat, session: SessionRecord, messages: Sequence[Any]
+        self, wire: WireFormat, session: SessionView, messages: Sequence[Any]
     ) -> list[int]:
         """Per-message counts with the session's tokenizer (its model decides it)."""
         if not messages:
@@ -180,7 +119,7 @@ class InspectorService:
     def _cost(
         self,
         wire: WireFormat,
-        session: SessionRecord,
+        session: SessionView,
         record: CompactionRecord,
         messages: Sequence[Any],
     ) -> CompactionCost:
@@ -190,7 +129,7 @@ class InspectorService:
             summary = wire.summary_message(self._sessions.marker.render(record.summary))
             summary_tokens = self._message_counts(wire, session, [summary])[0]
         delta = 0
-        cleared = cleared_from_json(record.cleared_tool_uses)
+        cleared = record.cleared_tool_uses
         if cleared:
             start = max(record.first_kept_seq, session.system_prefix_count)
             kept = list(messages[start : record.covered_seq])
@@ -210,19 +149,14 @@ class InspectorService:
         )
 
 
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands timestamps back without their zone; they were written in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _item(session: SessionRecord) -> SessionItem:
+def _item(session: SessionView) -> SessionItem:
     return SessionItem(
         id=session.id,
         model=session.model,
         format=session.format,
         entries=session.entry_count,
         compactions=session.compaction_count,
-        created_at=_aware(session.created_at),
+        created_at=session.created_at,
     )
 
 
@@ -235,16 +169,16 @@ def _compaction_views(
         folded_start = max(
             previous.first_kept_seq if previous is not None else 0, system_prefix_count
         )
-        summarizer = record.summarizer or {}
+        summarizer = record.summarizer
         previous_summary = previous.summary if previous is not None else ""
         views.append(
             CompactionView(
                 ordinal=record.ordinal,
                 trigger=record.trigger,
-                strategy=record.strategy or "summarize",
-                applied=tuple(record.applied or ("summarize",)),
-                summarizer=f"{summarizer.get('provider', '?')} / {summarizer.get('model', '?')}",
-                created_at=_aware(record.created_at),
+                strategy=record.strategy,
+                applied=record.applied,
+                summarizer=f"{summarizer.provider} / {summarizer.model}",
+                created_at=record.created_at,
                 tokens_before=record.tokens_before,
                 tokens_after=record.tokens_after,
                 folded_start=folded_start,
@@ -253,10 +187,7 @@ def _compaction_views(
                 covered_seq=record.covered_seq,
                 summary=record.summary,
                 diff=diff_summaries(previous_summary, record.summary),
-                restored_facts=tuple(
-                    (str(f.get("kind", "")), str(f.get("text", "")))
-                    for f in record.restored_facts or ()
-                ),
+                restored_facts=tuple((f.kind, f.text) for f in record.restored_facts),
                 cleared=tuple(
                     ClearedUse(
                         tool_call_id=c.tool_call_id,
@@ -265,7 +196,7 @@ def _compaction_views(
                         input_cleared=c.input_placeholder is not None,
                         tokens_saved=c.tokens_saved,
                     )
-                    for c in cleared_from_json(record.cleared_tool_uses)
+                    for c in record.cleared_tool_uses
                 ),
                 instructions=record.instructions,
                 current_request=record.current_request,
