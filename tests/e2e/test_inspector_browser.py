@@ -251,7 +251,9 @@ def test_markup_in_a_transcript_renders_as_text(
         assert v.errors == []
 
 
-def test_login_sets_a_strict_cookie_and_logout_forgets_it(site: Site, browser: Browser) -> None:
+def test_login_sets_a_strict_cookie_and_logout_forgets_it(
+    site: Site, browser: Browser, tmp_path: Path
+) -> None:
     with visit(browser) as v:
         page = v.page
         page.goto(site.url + "/ui")
@@ -259,6 +261,15 @@ def test_login_sets_a_strict_cookie_and_logout_forgets_it(site: Site, browser: B
         page.fill("#key", "key-wrong-0123456789")
         page.click("button[type=submit]")
         assert page.locator(".error").inner_text() == "That API key is not valid."
+        page.screenshot(path=str(tmp_path / "inspector-login-refused.png"))
+        page.fill("#key", ALPHA_KEY)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert page.url == f"{site.url}/ui"
+        assert page.locator("tr.session-row").count() == 2
+        page.screenshot(path=str(tmp_path / "inspector-sessions.png"))
+        page.click("header.top button[type=submit]")
+        page.wait_for_load_state()
         page.fill("#key", BETA_KEY)
         page.click("button[type=submit]")
         page.wait_for_load_state()
