@@ -17,6 +17,7 @@ from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
 from app.api.routes import health, history, metrics, sessions, system_prompt
 from app.api.state import AppState
+from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
@@ -43,10 +44,12 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
     observed = Metrics()
+    marker = SummaryMarker(foreign_patterns=(*FOREIGN_SUMMARY_PATTERNS, *settings.summary_patterns))
     compaction = CompactionService(
         estimation,
         summarizer or initial_summarizer(settings, models),
         default_thinking=settings.summarizer_thinking,
+        marker=marker,
         observer=observed,
     )
     db = create_db_engine(settings.database_url)
@@ -57,7 +60,7 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         estimation=estimation,
         compaction=compaction,
         db=db,
-        sessions=SessionService(session_factory(db), estimation, compaction),
+        sessions=SessionService(session_factory(db), estimation, compaction, marker=marker),
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
     )
