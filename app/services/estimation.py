@@ -48,6 +48,17 @@ class TokenizerChoice:
     def method(self) -> str:
         return "heuristic" if self.tokenizer.name == "chars/4" else "tokenizer"
 
+    @property
+    def approximation(self) -> str | None:
+        """Why the count cannot be exact whatever the parts: `tokenizer` (not the model's
+        own encoding), `framing` (the wire format's framing is unpublished), or None."""
+        if self.exact:
+            return None
+        info = self.model
+        if not (info.exact and info.known and self.tokenizer.name == info.encoding):
+            return "tokenizer"
+        return "framing"
+
 
 @dataclass(frozen=True, slots=True)
 class CountedHistory:
@@ -72,9 +83,10 @@ class CountedHistory:
 
     @property
     def estimated_parts(self) -> tuple[str, ...]:
-        """What was estimated: `tokenizer` (an approximate encoding) and guessed parts."""
-        parts = () if self.choice.exact else ("tokenizer",)
-        return parts + self.estimated.names
+        """What was estimated: `tokenizer` / `framing` (the whole count is approximate)
+        and the parts counted by a guess."""
+        reason = self.choice.approximation
+        return ((reason,) if reason else ()) + self.estimated.names
 
     @property
     def threshold(self) -> int:

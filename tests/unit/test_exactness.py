@@ -78,6 +78,14 @@ def test_plain_chat_with_flat_tools_is_exact(estimation: EstimationService) -> N
         ({"messages": [USER], "model": "claude-sonnet-4-5", "format": "anthropic"}, "tokenizer"),
         ({"messages": [USER], "model": "some-local-model"}, "tokenizer"),
         ({"messages": [USER], "model": "gpt-4o", "tokenizer": "chars/4"}, "tokenizer"),
+        (
+            {
+                "messages": [{"type": "message", "role": "user", "content": "hi"}],
+                "model": "gpt-4o",
+                "format": "responses",
+            },
+            "framing",
+        ),
     ],
 )
 def test_a_guessed_part_makes_it_inexact_and_is_named(

@@ -96,8 +96,9 @@ class Breakdown(BaseModel):
         default_factory=list,
         description=(
             "Parts counted by a guess, not a published or API-confirmed rule: tokenizer "
-            "(an approximate encoding for this model), images, tool_calls, tool_results, "
-            "thinking, blocks, tools, system. Empty when `exact` is true (and not anchored)."
+            "(an approximate encoding for this model), framing (the wire format's framing "
+            "is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. "
+            "Empty when `exact` is true (and the estimate is not usage-anchored)."
         ),
     )
 

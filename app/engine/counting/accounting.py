@@ -76,7 +76,6 @@ class Estimated(IntFlag):
     THINKING = 8  # reasoning text carried in the history
     BLOCKS = 16  # documents and blocks the service does not interpret
     TOOLS = 32  # tool definitions outside the confirmed schema constructs
-    SYSTEM = 64  # a system prompt with parts other than text
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -84,7 +83,7 @@ class Estimated(IntFlag):
         return tuple(f.name.lower() for f in Estimated if f and f in self and f.name)
 
 
-ESTIMATED_BITS = 7
+ESTIMATED_BITS = 6
 
 
 @dataclass(frozen=True, slots=True)
