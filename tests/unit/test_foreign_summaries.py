@@ -13,7 +13,7 @@ from app.engine.compaction.orchestration import plan_compaction
 from app.engine.messages import Block, BlockKind, Message, Role
 from app.formats.registry import FORMATS
 from app.settings import Settings
-from tests.conftest import AUTOCOMPACTED_ANTHROPIC, load_json
+from tests.conftest import AUTOCOMPACTED_ANTHROPIC, CLAUDE_CODE, load_json
 
 CONTINUATION_INDEX = 134  # where Claude Code auto-compacted session 4d5611e5
 
@@ -42,6 +42,14 @@ def test_claude_code_continuation_in_the_real_transcript_is_a_previous_summary()
     # The continuation is not summarized again as the conversation's first request.
     assert plan.first_summarized == 1
     assert all("This session is being continued" not in m.text for m in plan.to_summarize)
+
+
+def test_claude_code_continuation_in_the_openai_form_of_the_transcript() -> None:
+    messages = load_json(CLAUDE_CODE / "4d5611e5-241a-462a-8d15-5122611a9569.openai.json")
+    history = messages["messages"][138:]  # the continuation is a plain user message here
+    conversation = FORMATS.get("openai").parse(history)
+    plan = plan_compaction(conversation.messages, [100] * len(history), keep_recent_tokens=500)
+    assert plan.previous_summary is not None and plan.previous_summary.startswith("Analysis:")
 
 
 @pytest.mark.parametrize(

@@ -107,3 +107,12 @@ def test_tool_choice_and_system_message_change_the_count(estimation: EstimationS
     with_system = _count(estimation, "gpt-4o", {"messages": system, "tools": tools})
     # The tools share the system message: its framing is not paid twice.
     assert with_system.estimate.tools == auto.estimate.tools - 4
+
+
+def test_a_function_message_without_its_name_says_what_to_fix(
+    estimation: EstimationService,
+) -> None:
+    from app.engine.errors import InvalidHistoryError
+
+    with pytest.raises(InvalidHistoryError, match=r"messages\[0\]\.name: a function message"):
+        _count(estimation, "gpt-4o", {"messages": [{"role": "function", "content": "{}"}]})
