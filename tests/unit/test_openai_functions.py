@@ -1,6 +1,6 @@
-"""Function tools and the legacy function forms: our count equals the prompt_tokens the
-OpenAI API reported for published examples (tests/data/openai_function_examples.json
-names the repository and file each group comes from)."""
+"""Function tools, the legacy function forms, messages and an image: our count equals the
+prompt_tokens the OpenAI API reported for published examples
+(tests/data/openai_api_reported_examples.json names the repository and file of each group)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from app.services.history import HistoryInput
 from app.tokenizers.bpe import TokenizerRegistry
 from tests.conftest import DATA, load_json
 
-EXAMPLES = load_json(DATA / "openai_function_examples.json")["groups"]
+EXAMPLES = load_json(DATA / "openai_api_reported_examples.json")["groups"]
 CASES = [
     pytest.param(group["model"], example, id=f"{group['model']}:{example['name']}")
     for group in EXAMPLES
@@ -65,7 +65,7 @@ def test_count_equals_the_api_reported_prompt_tokens(
 
 
 @pytest.mark.parametrize(
-    ("model", "example"), [c for c in CASES if c.values[0] == "gpt-3.5-turbo-0613"]
+    ("model", "example"), [c for c in CASES if c.values[0] in ("gpt-3.5-turbo-0613", "gpt-4o")]
 )
 def test_confirmed_rules_answer_exact(
     estimation: EstimationService, model: str, example: dict[str, Any]

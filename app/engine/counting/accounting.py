@@ -83,7 +83,7 @@ class Estimated(IntFlag):
         return tuple(f.name.lower() for f in Estimated if f and f in self and f.name)
 
 
-ESTIMATED_BITS = 6
+ESTIMATED_BITS = max(f.value for f in Estimated).bit_length()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ TypeScript-like block, placed in the system message::
 
 The block, plus 9 tokens of framing (4 fewer when the request already has a system
 message, whose text then gains a trailing newline), reproduces the `prompt_tokens`
-the API reported for the published examples in tests/data/openai_function_examples.json.
+the API reported for the published examples in tests/data/openai_api_reported_examples.json.
 How nested objects are laid out changed between model generations, so the layout is
 registry data (`ToolsRendering`), not code.
 """
