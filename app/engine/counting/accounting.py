@@ -120,12 +120,11 @@ class CountingRules:
     cache_key: tuple[Any, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        # One string: its hash is computed once, while every per-message lookup hashes
+        # the key again (a tuple of dataclasses would rehash each field every time).
         key = (
-            self.dialect.name,
-            self.tools_rendering,
-            self.image_rule,
-            self.image_tokens,
-            self.token_factor,
+            f"{self.dialect.name}|{self.tools_rendering!r}|{self.image_rule!r}"
+            f"|{self.image_tokens}|{self.token_factor!r}",
         )
         object.__setattr__(self, "cache_key", key)
 
