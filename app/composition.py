@@ -18,6 +18,7 @@ from app import __version__
 from app.api.auth import parse_api_keys
 from app.api.metrics import Metrics
 from app.api.state import AppState
+from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.models import ModelRegistry
@@ -186,10 +187,12 @@ def build_state(
     estimation = EstimationService(
         tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
+    marker = SummaryMarker(foreign_patterns=(*FOREIGN_SUMMARY_PATTERNS, *settings.summary_patterns))
     compaction = CompactionService(
         estimation,
         summarizer,
         default_thinking=settings.summarizer_thinking,
+        marker=marker,
         observer=observed,
     )
     db = create_db_engine(settings.database_url)
@@ -200,7 +203,7 @@ def build_state(
         estimation=estimation,
         compaction=compaction,
         close_store=db.dispose,
-        sessions=SessionService(session_factory(db), estimation, compaction),
+        sessions=SessionService(session_factory(db), estimation, compaction, marker=marker),
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),

@@ -3,6 +3,7 @@ import time (create_app builds it or is given one)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     token_cache_entries: int = Field(default=200_000, ge=1)
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+    # Extra regular expressions (JSON list) opening another agent's summary message, added
+    # to the built-in ones (pi, LangChain, Claude Code); what follows is the summary.
+    summary_patterns: list[str] = Field(default_factory=list)
 
     def api_key_spec(self) -> str:
         """The configured `tenant:key` list from the variable and/or the file."""
@@ -60,6 +64,17 @@ class Settings(BaseSettings):
         if self.auto_migrate is not None:
             return self.auto_migrate
         return self.database_url.startswith("sqlite")
+
+    @field_validator("summary_patterns")
+    @classmethod
+    def _summary_patterns_compile(cls, value: list[str]) -> list[str]:
+        """Refuse to start with a pattern that is not a valid regular expression."""
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"summary pattern {pattern!r} is not a regex: {exc}") from None
+        return value
 
     @field_validator("workspace_roots")
     @classmethod

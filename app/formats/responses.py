@@ -264,7 +264,7 @@ DIALECT = CountingDialect(
     # Chat framing is the closest published rule; Responses framing is not published, so
     # counts in this format are never reported exact.
     name="responses",
-    tools=ToolsRule.FUNCTION_CONSTANTS,
+    tools=ToolsRule.TYPESCRIPT_NAMESPACE,
     images=ImageRule.TILES,
     reply_priming=REPLY_PRIMING,
     frame_system_text=True,
