@@ -101,7 +101,8 @@ def test_sync_client_covers_every_endpoint(base_url: str, transcript: list[dict[
         assert ready.status == "ready" and "o200k_base" in ready.tokenizers
 
         estimate = compactor.estimate(transcript, model="gpt-4o")
-        assert estimate.tokens > 10_000 and estimate.exact
+        # Tool-call framing has no published rule: an agent history is an honest estimate.
+        assert estimate.tokens > 10_000 and not estimate.exact
         assert len(estimate.per_message) == len(transcript)
         assert estimate.breakdown.messages > 0 and estimate.raw["tokens"] == estimate.tokens
 
