@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -96,8 +97,11 @@ def test_the_model_gets_the_compacted_history_with_tool_pairs_intact(compactor_u
     )
     model = ScriptedModel()
     history = history_from_transcript()
-    result = build_agent(processor, model).run_sync(
-        "Now read p.py and say what parse() does.", message_history=history
+    # asyncio.run, not run_sync: run_sync leaves its own event loop open for the process.
+    result = asyncio.run(
+        build_agent(processor, model).run(
+            "Now read p.py and say what parse() does.", message_history=history
+        )
     )
     assert result.output == "parse() splits on whitespace."
     assert len(model.inputs) == 2
@@ -125,7 +129,7 @@ def test_the_model_gets_the_compacted_history_with_tool_pairs_intact(compactor_u
 def test_under_the_threshold_the_history_is_left_alone(compactor_url: str) -> None:
     processor = CompactingHistoryProcessor(compactor_url, model="claude-sonnet-4-5")
     model = ScriptedModel()
-    build_agent(processor, model).run_sync("What does parse() do?")
+    asyncio.run(build_agent(processor, model).run("What does parse() do?"))
     assert processor.last_result is not None and not processor.last_result.compacted
     first = model.inputs[0]
     assert len(first) == 1 and isinstance(first[0], ModelRequest)
