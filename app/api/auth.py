@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.deps import get_state
 from app.api.problems import ApiError
 
 DEFAULT_TENANT = "default"
@@ -30,7 +31,7 @@ def parse_api_keys(spec: str) -> dict[str, str]:
 
 def current_tenant(request: Request) -> str:
     """The caller's tenant: from its Bearer key when keys are configured."""
-    keys: dict[str, str] = request.app.state.compactor.api_keys
+    keys = get_state(request).api_keys
     if not keys:
         return DEFAULT_TENANT
     header = request.headers.get("authorization", "")
