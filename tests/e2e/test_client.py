@@ -78,7 +78,9 @@ def test_sync_client_covers_every_endpoint(base_url: str, transcript: list[dict[
         assert ready.status == "ready" and "o200k_base" in ready.tokenizers
 
         estimate = compactor.estimate(transcript, model="gpt-4o")
-        assert estimate.tokens > 10_000 and estimate.exact
+        assert estimate.tokens > 10_000 and estimate.encoding == "o200k_base"
+        # Tool call framing is unpublished: the estimate says which parts are a guess.
+        assert not estimate.exact and "tool_calls" in estimate.breakdown.estimated
         assert len(estimate.per_message) == len(transcript)
         assert estimate.breakdown.messages > 0 and estimate.raw["tokens"] == estimate.tokens
 

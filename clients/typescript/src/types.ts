@@ -15,6 +15,8 @@ export interface AppendOut {
 }
 
 export interface Breakdown {
+  /** Parts counted by a guess, not a published or API-confirmed rule: tokenizer (an approximate encoding for this model), framing (the wire format's framing is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. Empty when `exact` is true (and the estimate is not usage-anchored). */
+  estimated?: string[];
   messages: number;
   system: number;
   tools: number;
@@ -59,6 +61,10 @@ export interface CompactIn {
   force?: boolean;
   /** Detected when omitted. */
   format?: "openai" | "anthropic" | "responses" | null;
+  /** Deprecated request-level form of tool_choice. */
+  function_call?: string | Record<string, unknown> | null;
+  /** Deprecated Chat Completions functions; counted. */
+  functions?: Record<string, unknown>[];
   instructions?: string | null;
   keep_recent_tokens?: number | null;
   /** Chat Completions or Messages API messages, unchanged. */
@@ -74,6 +80,8 @@ export interface CompactIn {
   /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
+  /** Counted: `none` and a named function cost tokens. */
+  tool_choice?: string | Record<string, unknown> | null;
   tools?: Record<string, unknown>[];
   trigger_tokens?: number | null;
   usage?: UsageIn[];
@@ -144,6 +152,10 @@ export interface EstimateIn {
   estimate_floor?: number;
   /** Detected when omitted. */
   format?: "openai" | "anthropic" | "responses" | null;
+  /** Deprecated request-level form of tool_choice. */
+  function_call?: string | Record<string, unknown> | null;
+  /** Deprecated Chat Completions functions; counted. */
+  functions?: Record<string, unknown>[];
   /** Chat Completions or Messages API messages, unchanged. */
   messages: Record<string, unknown>[];
   model?: string | null;
@@ -151,6 +163,8 @@ export interface EstimateIn {
   /** Top-level system prompt (Anthropic style). */
   system?: string | Record<string, unknown>[] | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
+  /** Counted: `none` and a named function cost tokens. */
+  tool_choice?: string | Record<string, unknown> | null;
   tools?: Record<string, unknown>[];
   trigger_tokens?: number | null;
   usage?: UsageIn[];

@@ -71,10 +71,17 @@ class Breakdown:
     system: int
     tools: int
     messages: int
+    estimated: list[str]
+    """Parts counted by a guess rather than a published rule (empty when exact)."""
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Breakdown:
-        return cls(f.integer(raw, "system"), f.integer(raw, "tools"), f.integer(raw, "messages"))
+        return cls(
+            system=f.integer(raw, "system"),
+            tools=f.integer(raw, "tools"),
+            messages=f.integer(raw, "messages"),
+            estimated=f.texts(raw, "estimated"),
+        )
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,12 @@ class EstimateOptions(TypedDict, total=False):
     tokenizer: TokenizerName
     usage: Sequence[UsageReport]
     estimate_floor: int
+    functions: Sequence[Mapping[str, Any]]
+    """Deprecated Chat Completions functions; counted like tools."""
+    function_call: str | Mapping[str, Any]
+    """Deprecated request-level form of tool_choice; counted."""
+    tool_choice: str | Mapping[str, Any]
+    """Counted: `none` and a named function cost tokens."""
 
 
 HistoryOptions = EstimateOptions
