@@ -140,3 +140,24 @@ def test_under_the_threshold_the_history_is_left_alone(compactor_url: str) -> No
     question = HumanMessage("What does parse() do?")
     agent.invoke({"messages": [question]}, config={"callbacks": [inputs]})
     assert [m.content for m in inputs.calls[0]] == ["What does parse() do?"]
+
+
+def test_clearing_tool_results_keeps_the_newest_and_every_pair(compactor_url: str) -> None:
+    middleware = CompactionMiddleware(
+        compactor_url,
+        model="gpt-4o",
+        trigger_tokens=20_000,
+        strategy="clear_tool_results",
+        clear={"keep": 2},
+    )
+    agent = create_agent(scripted_model(), tools=[read_file], middleware=[middleware])
+    inputs = ModelInputs()
+    agent.invoke({"messages": history()}, config={"callbacks": [inputs]})
+    first = inputs.calls[0]
+    assert middleware.last_result is not None
+    results = [m for m in first if isinstance(m, ToolMessage)]
+    original = [m for m in history() if isinstance(m, ToolMessage)]
+    assert len(results) == len(original)  # nothing summarized, results only cleared
+    assert [str(m.content) for m in results[-2:]] == [str(m.content) for m in original[-2:]]
+    assert sum(str(a.content) != str(b.content) for a, b in zip(results, original, strict=True)) > 0
+    assert_tool_pairs_intact(first)
