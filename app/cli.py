@@ -78,7 +78,7 @@ def estimate(
     """Print a token breakdown of a history file."""
     from app.api.mappers.history import estimate_out, history_input
     from app.api.schemas.history import EstimateIn
-    from app.main import build_state
+    from app.composition import build_state
     from app.settings import Settings
 
     doc = _load_request(file)
@@ -117,10 +117,9 @@ def compact(
     """Compact a history file with the configured summarizer; print or write the answer."""
     from app.api.mappers.history import compact_options, compact_out, history_input
     from app.api.schemas.history import CompactIn
+    from app.composition import SummarizerConfigError, build_state, running_summarizer
     from app.engine.errors import CompactorError
-    from app.main import build_state
     from app.services.compaction import CompactionOutcome
-    from app.services.summarizers import running_summarizer
     from app.settings import Settings
 
     doc = _load_request(file)
@@ -131,17 +130,18 @@ def compact(
         doc["instructions"] = instructions
     body = CompactIn.model_validate(doc)
     settings = Settings()
-    state = build_state(settings)
 
     async def run() -> CompactionOutcome:
-        # The HTTP summarizers need their client open for the call (the app's lifespan
-        # does this for the service).
-        async with running_summarizer(settings, state.models) as summarizer:
-            state.compaction.summarizer = summarizer
+        # An HTTP summarizer needs its client open for the call.
+        async with running_summarizer(settings) as summarizer:
+            state = build_state(settings, summarizer=summarizer)
             return await state.compaction.compact(history_input(body), compact_options(body))
 
     try:
         outcome = asyncio.run(run())
+    except SummarizerConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     except CompactorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc

@@ -3,95 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 
-import anyio
 from fastapi import Depends, FastAPI
 
 from app import __version__
-from app.api.auth import current_tenant, parse_api_keys
+from app.api.auth import current_tenant
 from app.api.limits import BodySizeLimit
 from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
-from app.api.proxy_wiring import open_proxy
 from app.api.request_log import RequestObservation
 from app.api.routes import health, history, metrics, proxy, sessions, system_prompt
-from app.api.state import AppState
-from app.engine.counting.count_cache import TokenCountCache
+from app.api.state import LifespanState
+from app.api.ui.routes import router as ui_router
+from app.composition import build_state, check_settings, running_state
 from app.engine.ports import Summarizer
-from app.registry import load_registry
-from app.services.compaction import CompactionService
-from app.services.estimation import EstimationService
-from app.services.sessions.service import SessionService
-from app.services.summarizers import (
-    build_summarizer,
-    initial_summarizer,
-    needs_http_client,
-    summarizer_http_client,
-)
 from app.settings import Settings
-from app.store.database import create_db_engine, session_factory
-from app.store.migrate import upgrade
 from app.tokenizers.bpe import TokenizerRegistry
 
-
-def build_state(settings: Settings, summarizer: Summarizer | None = None) -> AppState:
-    """Everything requests share, built from settings (no I/O beyond local files)."""
-    tokenizers = TokenizerRegistry()
-    models = load_registry(settings.models_file, settings.fallback_context_window)
-    estimation = EstimationService(
-        tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
-    )
-    observed = Metrics()
-    compaction = CompactionService(
-        estimation,
-        summarizer or initial_summarizer(settings, models),
-        default_thinking=settings.summarizer_thinking,
-        observer=observed,
-    )
-    db = create_db_engine(settings.database_url)
-    return AppState(
-        settings=settings,
-        tokenizers=tokenizers,
-        models=models,
-        estimation=estimation,
-        compaction=compaction,
-        db=db,
-        sessions=SessionService(session_factory(db), estimation, compaction),
-        api_keys=parse_api_keys(settings.api_key_spec()),
-        metrics=observed,
-    )
+__all__ = ["build_state", "create_app"]
 
 
-def create_app(settings: Settings | None = None, summarizer: Summarizer | None = None) -> FastAPI:
-    """The ASGI app; `uvicorn --factory app.main:create_app` calls this with no arguments."""
+def create_app(
+    settings: Settings | None = None,
+    summarizer: Summarizer | None = None,
+    *,
+    tokenizers: TokenizerRegistry | None = None,
+) -> FastAPI:
+    """The ASGI app; `uvicorn --factory app.main:create_app` calls this with no arguments.
+
+    Settings that cannot work refuse here, before anything starts; the lifespan builds
+    the state (app.composition). A given `tokenizers` registry is shared, not re-warmed.
+    """
     settings = settings or Settings()
-    state = build_state(settings, summarizer)
+    check_settings(settings, summarizer=summarizer is None)
+    # Outlives each lifespan run: the middleware counts answers given before or after one.
+    observed = Metrics()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.tokenizers.warm()
-        if settings.migrate_on_start:
-            await anyio.to_thread.run_sync(upgrade, settings.database_url)
-        async with AsyncExitStack() as stack:
-            stack.callback(state.db.dispose)
-            if summarizer is None and needs_http_client(settings):
-                # One shared client per run of the app; the stand-in returns at shutdown.
-                client = await stack.enter_async_context(summarizer_http_client(settings))
-                stack.callback(setattr, state.compaction, "summarizer", state.compaction.summarizer)
-                retries = state.metrics.summarizer_retries
-                provider = settings.summarizer
-                state.compaction.summarizer = build_summarizer(
-                    settings,
-                    client,
-                    state.models,
-                    on_retry=lambda reason: retries.labels(provider, reason).inc(),
-                )
-            await open_proxy(state, stack)
-            state.ready = True
-            yield
-            state.ready = False
+    async def lifespan(app: FastAPI) -> AsyncIterator[LifespanState]:
+        async with running_state(
+            settings, summarizer=summarizer, tokenizers=tokenizers, metrics=observed
+        ) as state:
+            yield {"compactor": state}
 
     app = FastAPI(
         title="context-compactor",
@@ -99,7 +54,6 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
         summary="Context management for LLM agents: estimate, decide, compact.",
         lifespan=lifespan,
     )
-    app.state.compactor = state
     install_problem_handlers(app)
     install_problem_openapi(app)
     app.include_router(health.router)
@@ -110,7 +64,9 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(metrics.router, dependencies=authenticated)
     # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
     app.include_router(proxy.router)
+    # The inspector checks the key itself: a browser brings it in a cookie.
+    app.include_router(ui_router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
-    app.add_middleware(RequestObservation, metrics=state.metrics)
+    app.add_middleware(RequestObservation, metrics=observed)
     return app

@@ -3,6 +3,7 @@ import time (create_app builds it or is given one)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -10,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.engine.thinking import ThinkingLevel
+from app.providers.catalog import ProviderName
 
 
 class Settings(BaseSettings):
@@ -19,10 +21,15 @@ class Settings(BaseSettings):
     # Apply pending migrations when the app starts; defaults to yes for the embedded SQLite
     # file and no for PostgreSQL, where `compactor migrate` runs once per deployment.
     auto_migrate: bool | None = None
-    summarizer: Literal["extractive", "openai", "anthropic"] = "extractive"
+    # `extractive` (offline) or a named provider of app/providers/catalog.py, which fixes
+    # the wire protocol and how the endpoint is addressed (docs/providers.md).
+    summarizer: Literal["extractive"] | ProviderName = "extractive"
     summarizer_base_url: str | None = None
     summarizer_api_key: SecretStr | None = None
     summarizer_model: str | None = None
+    # Azure only: the deployment to call (defaults to the model name) and `api-version`.
+    summarizer_deployment: str | None = None
+    summarizer_api_version: str | None = None
     summarizer_thinking: ThinkingLevel = ThinkingLevel.OFF
     summarizer_timeout_seconds: float = Field(default=120.0, gt=0)
     # Transport retries of one summary call (429, 5xx, connection errors), all within
@@ -41,6 +48,9 @@ class Settings(BaseSettings):
     token_cache_entries: int = Field(default=200_000, ge=1)
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+    # Extra regular expressions (JSON list) opening another agent's summary message, added
+    # to the built-in ones (pi, LangChain, Claude Code); what follows is the summary.
+    summary_patterns: list[str] = Field(default_factory=list)
     # Proxy mode (SPEC §10): where /v1/* requests go. Configuration only; no request
     # chooses. OpenAI's includes the version path (https://api.openai.com/v1), Anthropic's
     # does not (https://api.anthropic.com), as each SDK's base_url.
@@ -76,6 +86,17 @@ class Settings(BaseSettings):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"upstream URL {value!r} must start with http:// or https://")
+        return value
+
+    @field_validator("summary_patterns")
+    @classmethod
+    def _summary_patterns_compile(cls, value: list[str]) -> list[str]:
+        """Refuse to start with a pattern that is not a valid regular expression."""
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"summary pattern {pattern!r} is not a regex: {exc}") from None
         return value
 
     @field_validator("workspace_roots")

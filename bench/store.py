@@ -24,7 +24,7 @@ from sqlalchemy import text
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.main import create_app  # noqa: E402
+from app.main import build_state, create_app  # noqa: E402
 from app.services.history import HistoryInput  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.database import create_db_engine  # noqa: E402
@@ -80,7 +80,9 @@ def bench_backend(label: str, url: str, messages: list[Any]) -> None:
         compact_time = time.perf_counter() - t
         assert compacted["compacted"]
 
-    state = app.state.compactor
+    # The same services the app built in its lifespan, built again in this process.
+    state = build_state(Settings(database_url=url))
+    state.tokenizers.warm()
     history = HistoryInput(messages=context["messages"], model="claude-sonnet-4-5")
     estimate_samples = []
     for _ in range(20):

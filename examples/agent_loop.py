@@ -11,7 +11,7 @@ the context as too long, the loop asks for an `overflow` compaction and retries 
 
 `--self-contained` starts both a compactor (temporary SQLite file) and the fake model
 (examples/fake_model.py) on 127.0.0.1 and stops them at the end. The agent side needs only
-httpx and `app.client`.
+httpx and the `context-compactor-client` distribution (clients/python).
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from app.client import CompactorAPIError, CompactorClient, Context, PrepareResult
+from context_compactor import CompactorAPIError, CompactorClient, Context, PrepareResult
 
 SYSTEM_PROMPT = "You are a careful coding agent. Use the tools; keep answers short."
 TASK = (

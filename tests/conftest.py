@@ -59,8 +59,10 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+def client(settings: Settings, tokenizers: TokenizerRegistry) -> Iterator[TestClient]:
+    # One warmed registry for the whole run: building the encodings is the costly part of
+    # an app start, and hundreds of tests start one.
+    with TestClient(create_app(settings, tokenizers=tokenizers)) as test_client:
         yield test_client
 
 

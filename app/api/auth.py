@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.deps import get_state
 from app.api.problems import ApiError
 
 DEFAULT_TENANT = "default"
@@ -33,7 +34,7 @@ PROXY_KEY_HEADER = "x-compactor-key"
 
 def current_tenant(request: Request) -> str:
     """The caller's tenant: from its Bearer key when keys are configured."""
-    keys: dict[str, str] = request.app.state.compactor.api_keys
+    keys = get_state(request).api_keys
     if not keys:
         return DEFAULT_TENANT
     header = request.headers.get("authorization", "")
@@ -46,7 +47,7 @@ def current_tenant(request: Request) -> str:
 def proxy_tenant(request: Request) -> str:
     """The tenant of a proxied request: its service key travels in `X-Compactor-Key`,
     because `Authorization` carries the caller's credentials for the upstream."""
-    keys: dict[str, str] = request.app.state.compactor.api_keys
+    keys = get_state(request).api_keys
     if not keys:
         return DEFAULT_TENANT
     presented = request.headers.get(PROXY_KEY_HEADER, "")

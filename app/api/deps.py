@@ -6,14 +6,24 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.problems import ApiError
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.sessions.service import SessionService
+from app.services.system_prompt import SystemPromptService
 
 
 def get_state(request: Request) -> AppState:
-    state: AppState = request.app.state.compactor
+    """The state the lifespan built (`LifespanState.compactor`)."""
+    state: AppState | None = getattr(request.state, "compactor", None)
+    if state is None:
+        raise ApiError(
+            503,
+            "Not started",
+            "the service has not started: run the app with its lifespan",
+            "not-started",
+        )
     return state
 
 
@@ -29,7 +39,12 @@ def get_sessions(request: Request) -> SessionService:
     return get_state(request).sessions
 
 
+def get_system_prompts(request: Request) -> SystemPromptService:
+    return get_state(request).system_prompts
+
+
 State = Annotated[AppState, Depends(get_state)]
 Estimation = Annotated[EstimationService, Depends(get_estimation)]
 Compaction = Annotated[CompactionService, Depends(get_compaction)]
 Sessions = Annotated[SessionService, Depends(get_sessions)]
+SystemPrompts = Annotated[SystemPromptService, Depends(get_system_prompts)]

@@ -5,6 +5,7 @@ operations they apply to."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
@@ -14,6 +15,7 @@ from app.api.problems import PROBLEM_JSON, Problem
 
 _PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 _UNAUTHENTICATED = {"/healthz", "/readyz", "/openapi.json", "/docs", "/redoc"}
+_FASTAPI_PHRASES = {"Validation Error", "Successful Response"}
 _DESCRIPTIONS = {
     400: "Malformed JSON",
     401: "Missing or wrong API key",
@@ -28,9 +30,18 @@ _DESCRIPTIONS = {
 }
 
 
-def _problem_response(status: int) -> dict[str, Any]:
+def _problem_response(status: int, own: str | None) -> dict[str, Any]:
+    generic = _DESCRIPTIONS.get(status, "Error")
+    # FastAPI fills in reason phrases ("Validation Error"); a route's own description (the
+    # titles of the errors it raises, from `documented`) says more.
+    if own is None or own in _FASTAPI_PHRASES or own == HTTPStatus(status).phrase:
+        description = generic
+    elif status == 422:
+        description = f"{generic} (schema, or: {own})"
+    else:
+        description = own
     return {
-        "description": _DESCRIPTIONS.get(status, "Error"),
+        "description": description,
         "content": {PROBLEM_JSON: {"schema": _PROBLEM_REF}},
     }
 
@@ -48,7 +59,9 @@ def _complete(operation: dict[str, Any], path: str) -> None:
         responses.setdefault(str(status), {})
     for code in list(responses):
         if code.isdigit() and int(code) >= 400:
-            responses[code] = _problem_response(int(code))
+            # A route's own description (its error titles, from `documented`) wins.
+            own = responses[code].get("description")
+            responses[code] = _problem_response(int(code), own)
 
 
 def install_problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -14,6 +17,7 @@ from starlette.responses import Response
 from app.engine.errors import (
     CallerGoneError,
     CompactorError,
+    EmptySummaryError,
     IneffectiveCompactionError,
     InvalidHistoryError,
     NothingToCompactError,
@@ -21,9 +25,10 @@ from app.engine.errors import (
     SummarizerRejectedError,
     SummarizerTimeoutError,
     SummarizerUnavailableError,
+    SummaryTruncatedError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
-from app.providers.upstream import UpstreamTimeoutError, UpstreamUnavailableError
+from app.providers.upstream import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,
@@ -34,6 +39,7 @@ from app.services.sessions.errors import (
 from app.services.workspace import WorkspaceAccessError
 
 PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger(__name__)
 
 
 class Problem(BaseModel):
@@ -71,38 +77,81 @@ def problem_response(
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON)
 
 
-# Domain error → (status, title, slug). Order matters: subclasses before their bases.
-_DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
-    (InvalidHistoryError, 422, "Invalid history", "invalid-history"),
-    (InvalidSystemPromptError, 422, "Invalid system prompt request", "invalid-system-prompt"),
-    (WorkspaceAccessError, 403, "Outside the workspace", "workspace-access-denied"),
-    (NothingToCompactError, 409, "Nothing to compact", "nothing-to-compact"),
-    (
-        IneffectiveCompactionError,
-        409,
-        "Compaction would not shrink the history",
-        "compaction-ineffective",
+@dataclass(frozen=True, slots=True)
+class ProblemType:
+    """How one error class is answered: status, title, and the slug of its `type` URI."""
+
+    status: int
+    title: str
+    slug: str
+
+
+_SUMMARIZER_FAILED = ProblemType(502, "Summarizer failed", "summarizer-failed")
+
+# Every request-time domain error class → its problem type. Keyed by class, not ordered:
+# the lookup walks the raised class's MRO, so a subclass never hides behind a base by
+# accident, and a test requires every CompactorError subclass to be listed explicitly.
+PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
+    InvalidHistoryError: ProblemType(422, "Invalid history", "invalid-history"),
+    InvalidSystemPromptError: ProblemType(
+        422, "Invalid system prompt request", "invalid-system-prompt"
     ),
-    (SessionNotFoundError, 404, "Session not found", "session-not-found"),
-    (CompactionConflictError, 409, "Compaction conflict", "compaction-conflict"),
-    (IdempotencyMismatchError, 422, "Idempotency key reused", "idempotency-key-reused"),
-    (StoreUnavailableError, 503, "Session store unavailable", "store-unavailable"),
-    (SummarizerTimeoutError, 504, "Summarizer timed out", "summarizer-timeout"),
-    (SummarizerUnavailableError, 503, "Summarizer unavailable", "summarizer-unavailable"),
-    (SummarizerRejectedError, 502, "Summarizer rejected the request", "summarizer-rejected"),
-    (SummarizerError, 502, "Summarizer failed", "summarizer-failed"),
-    (UpstreamNotConfiguredError, 503, "Upstream not configured", "upstream-not-configured"),
-    (UpstreamTimeoutError, 504, "Upstream timed out", "upstream-timeout"),
-    (UpstreamUnavailableError, 502, "Upstream unavailable", "upstream-unavailable"),
-    (CallerGoneError, 499, "Client closed request", "client-closed"),
-]
+    IdempotencyMismatchError: ProblemType(422, "Idempotency key reused", "idempotency-key-reused"),
+    WorkspaceAccessError: ProblemType(403, "Outside the workspace", "workspace-access-denied"),
+    SessionNotFoundError: ProblemType(404, "Session not found", "session-not-found"),
+    NothingToCompactError: ProblemType(409, "Nothing to compact", "nothing-to-compact"),
+    IneffectiveCompactionError: ProblemType(
+        409, "Compaction would not shrink the history", "compaction-ineffective"
+    ),
+    CompactionConflictError: ProblemType(409, "Compaction conflict", "compaction-conflict"),
+    StoreUnavailableError: ProblemType(503, "Session store unavailable", "store-unavailable"),
+    SummarizerError: _SUMMARIZER_FAILED,
+    SummaryTruncatedError: _SUMMARIZER_FAILED,
+    EmptySummaryError: _SUMMARIZER_FAILED,
+    SummarizerRejectedError: ProblemType(
+        502, "Summarizer rejected the request", "summarizer-rejected"
+    ),
+    SummarizerUnavailableError: ProblemType(
+        503, "Summarizer unavailable", "summarizer-unavailable"
+    ),
+    SummarizerTimeoutError: ProblemType(504, "Summarizer timed out", "summarizer-timeout"),
+    CallerGoneError: ProblemType(499, "Client closed request", "client-closed"),
+    UpstreamNotConfiguredError: ProblemType(
+        503, "Upstream not configured", "upstream-not-configured"
+    ),
+    UpstreamError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
+    UpstreamUnavailableError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
+    UpstreamTimeoutError: ProblemType(504, "Upstream timed out", "upstream-timeout"),
+}
+
+# An error class nobody mapped is a bug of ours, never the caller's mistake.
+INTERNAL_ERROR = ProblemType(500, "Internal server error", "internal-error")
 
 
-def status_for(exc: CompactorError) -> tuple[int, str, str]:
-    for kind, status, title, slug in _DOMAIN_STATUS:
-        if isinstance(exc, kind):
-            return status, title, slug
-    return 400, "Bad request", "bad-request"
+def problem_type_for(exc: BaseException) -> ProblemType:
+    """The problem type of the nearest mapped class of `exc`; 500 when none is."""
+    for kind in type(exc).__mro__:
+        found = PROBLEM_TYPES.get(kind)
+        if found is not None:
+            return found
+    return INTERNAL_ERROR
+
+
+def documented(*errors: type[CompactorError]) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route that may raise `errors`: their statuses, derived from
+    PROBLEM_TYPES (the statuses every route shares are added by `app.api.openapi`)."""
+    statuses: dict[int, list[str]] = {}
+    for error in errors:
+        kinds = [error, *(k for k in PROBLEM_TYPES if issubclass(k, error) and k is not error)]
+        for kind in kinds:
+            problem = PROBLEM_TYPES[kind]
+            titles = statuses.setdefault(problem.status, [])
+            if problem.title not in titles:
+                titles.append(problem.title)
+    return {
+        status: {"model": Problem, "description": "; ".join(titles)}
+        for status, titles in sorted(statuses.items())
+    }
 
 
 def _describe_validation(errors: list[Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -121,12 +170,15 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_domain(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CompactorError)
-        status, title, slug = status_for(exc)
-        if isinstance(exc, SummarizerError) and exc.provider:
+        problem = problem_type_for(exc)
+        if problem is INTERNAL_ERROR:
+            log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)
+            detail = f"an unexpected {type(exc).__name__} occurred; the request changed nothing"
+        elif isinstance(exc, SummarizerError) and exc.provider:
             detail = f"{exc.provider} summarizer (model {exc.model or 'unknown'}): {exc}"
         else:
             detail = str(exc)
-        return problem_response(status, title, detail, slug)
+        return problem_response(problem.status, problem.title, detail, problem.slug)
 
     async def on_api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)

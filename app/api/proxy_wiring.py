@@ -9,9 +9,7 @@ from app.formats.vendor.apis import Upstream
 from app.providers.upstream import upstream_http_client
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding
-from app.services.proxy.summary_cache import SummaryCache
 from app.services.proxy.transparent import TransparentCompactor
-from app.store.database import session_factory
 
 
 async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
@@ -22,7 +20,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
         )
     )
-    cache = SummaryCache(session_factory(state.db), settings.proxy_summary_cache_entries)
+    cache = state.summary_cache
     state.proxy = ProxyService(
         upstream=client,
         upstream_urls={

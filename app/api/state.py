@@ -1,17 +1,26 @@
-"""What the lifespan builds once and every request shares."""
+"""What the lifespan builds once and every request shares.
+
+To share something new (a service, a client with a lifetime): add a field to `AppState`
+and build it in `app.composition.build_state` (open and close a client in
+`running_state`). Routes reach it through the `Annotated` aliases of `app.api.deps`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
-from sqlalchemy import Engine
+import httpx
 
 from app.api.metrics import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.proxy.service import ProxyService
+from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
+from app.services.system_prompt import SystemPromptService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -23,11 +32,23 @@ class AppState:
     models: ModelRegistry
     estimation: EstimationService
     compaction: CompactionService
-    db: Engine
+    # Closes the database pool at shutdown (the API never touches the database itself).
+    close_store: Callable[[], None]
     sessions: SessionService
+    system_prompts: SystemPromptService
     metrics: Metrics
+    # The proxy's summaries of resent history prefixes (SPEC §10), in the store.
+    summary_cache: SummaryCache
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
+    # The shared client of outbound model calls; None when nothing configured calls out.
+    outbound: httpx.AsyncClient | None = None
     ready: bool = False
-    # Proxy mode (SPEC §10): built in the lifespan around the shared upstream client.
+    # Proxy mode (SPEC §10): built in `running_state` around the shared upstream client.
     proxy: ProxyService | None = None
+
+
+class LifespanState(TypedDict):
+    """What the app lifespan yields; Starlette hands it to every request as `request.state`."""
+
+    compactor: AppState

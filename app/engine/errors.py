@@ -1,4 +1,30 @@
-"""Domain errors. They carry no HTTP meaning; the API layer maps each to one status."""
+"""Domain errors. They carry no HTTP meaning; the API layer maps each class to one
+problem type (status, title, slug) in one table, `app.api.problems.PROBLEM_TYPES`, and a
+test fails when a subclass of `CompactorError` anywhere in `app` is missing from it.
+
+The whole tree (engine errors here; the services add theirs beside their use cases):
+
+    CompactorError
+    ├── InvalidHistoryError            the history is invalid in its wire format
+    ├── InvalidSystemPromptError       (engine.system_prompt) a bad assembly request
+    ├── IdempotencyMismatchError       (services.sessions) a key reused with another body
+    ├── WorkspaceAccessError           (services.workspace) a path outside the roots
+    ├── SessionNotFoundError           (services.sessions) no such session for the tenant
+    ├── NothingToCompactError          nothing lies before the cut point
+    ├── IneffectiveCompactionError     the summary would not make the history smaller
+    ├── CompactionConflictError        (services.sessions) another compaction won the race
+    ├── StoreUnavailableError          (services.sessions) the database cannot be reached
+    ├── SummarizerError                the summarizer gave no usable summary
+    │   ├── SummaryTruncatedError      hit the output limit, the retry did not help
+    │   ├── EmptySummaryError          answered with no text
+    │   ├── SummarizerRejectedError    the provider refused the request or answered nonsense
+    │   ├── SummarizerUnavailableError unreachable, or transient failures past the retries
+    │   └── SummarizerTimeoutError     no answer within the deadline
+    └── CallerGoneError                the caller disconnected; the work was abandoned
+
+Configuration problems found at start-up (`SummarizerConfigError`, `RanksFileError`, …)
+are not request errors: they stop the process with one clear line and are not mapped.
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from app.formats.common import (
     expect_str,
     fail,
     image_block,
+    is_one_of,
     other_block,
     type_name,
 )
@@ -173,7 +174,8 @@ def proves(raw: Any) -> bool:
     """Content block types only the Messages API has."""
     content = raw.get("content") if isinstance(raw, dict) else None
     return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") in ANTHROPIC_BLOCKS for block in content
+        isinstance(block, dict) and is_one_of(block.get("type"), ANTHROPIC_BLOCKS)
+        for block in content
     )
 
 

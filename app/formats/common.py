@@ -48,3 +48,9 @@ def image_block(data: str | None, detail: str | None = None) -> Block:
         else ImageInfo(detail=detail)
     )
     return Block(kind=BlockKind.IMAGE, image=info)
+
+
+def is_one_of(value: Any, names: frozenset[str]) -> bool:
+    """`value in names` for unvalidated input: a list or an object is never a member (and
+    must not raise TypeError as an unhashable set key)."""
+    return isinstance(value, str) and value in names

@@ -19,6 +19,7 @@ from app.formats.common import (
     expect_str,
     fail,
     image_block,
+    is_one_of,
     other_block,
     type_name,
 )
@@ -35,6 +36,8 @@ _ROLES = {
     "user": Role.USER,
     "assistant": Role.ASSISTANT,
     "tool": Role.TOOL,
+    # Deprecated: a function's result, named by the function (before tool_call_id).
+    "function": Role.TOOL,
 }
 # Content part types only Chat Completions has.
 _OPENAI_PARTS = frozenset({"image_url", "input_audio", "refusal", "file"})
@@ -58,6 +61,13 @@ def parse_message(raw: Any, where: str) -> Message:
     if content is None and role is not Role.ASSISTANT:
         # Only assistant messages may omit content (beside tool_calls or a refusal).
         raise fail(f"{where}.content", f"a {role_name} message needs content")
+    if role_name == "function":
+        function_name = raw.get("name")
+        if not isinstance(function_name, str) or not function_name:
+            raise fail(f"{where}.name", "a function message needs the function's name")
+        text = _content_text(content, f"{where}.content")
+        result = Block(kind=BlockKind.TOOL_RESULT, text=text, tool_name=function_name)
+        return Message(role=role, blocks=(result,), raw=raw, name=function_name)
     if role is Role.TOOL:
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
@@ -70,10 +80,14 @@ def parse_message(raw: Any, where: str) -> Message:
     blocks = _content_blocks(content, f"{where}.content")
     if role is Role.ASSISTANT:
         blocks = (*blocks, *_tool_calls(raw.get("tool_calls"), f"{where}.tool_calls"))
+        if raw.get("function_call") is not None:
+            blocks = (*blocks, _function_call(raw["function_call"], f"{where}.function_call"))
         if isinstance(raw.get("reasoning_content"), str) and raw["reasoning_content"]:
             blocks = (Block(kind=BlockKind.THINKING, text=raw["reasoning_content"]), *blocks)
     elif raw.get("tool_calls") is not None:
         raise fail(f"{where}.tool_calls", "only assistant messages may carry tool_calls")
+    elif raw.get("function_call") is not None:
+        raise fail(f"{where}.function_call", "only assistant messages may carry function_call")
     return Message(role=role, blocks=blocks, raw=raw, name=name)
 
 
@@ -146,6 +160,17 @@ def _tool_calls(calls: Any, where: str) -> tuple[Block, ...]:
     return tuple(blocks)
 
 
+def _function_call(call: Any, where: str) -> Block:
+    """The deprecated single `function_call` of an assistant message (it has no id)."""
+    if not isinstance(call, dict):
+        raise fail(where, f"must be an object with name and arguments, got {type_name(call)}")
+    name = expect_str(call.get("name"), f"{where}.name")
+    arguments = call.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = compact_json(arguments)
+    return Block(kind=BlockKind.TOOL_CALL, tool_name=name, arguments=arguments)
+
+
 def leading_system_count(raws: Sequence[Any]) -> int:
     """How many of the first wire messages are system/developer messages."""
     count = 0
@@ -187,13 +212,13 @@ def proves(raw: Any) -> bool:
     """Roles, fields and content parts only Chat Completions has."""
     if not isinstance(raw, dict):
         return False
-    if raw.get("role") in ("system", "developer", "tool"):
+    if raw.get("role") in ("system", "developer", "tool", "function"):
         return True
-    if "tool_calls" in raw or "tool_call_id" in raw:
+    if "tool_calls" in raw or "tool_call_id" in raw or "function_call" in raw:
         return True
     content = raw.get("content")
     return isinstance(content, list) and any(
-        isinstance(part, dict) and part.get("type") in _OPENAI_PARTS for part in content
+        isinstance(part, dict) and is_one_of(part.get("type"), _OPENAI_PARTS) for part in content
     )
 
 
@@ -204,7 +229,7 @@ def summary_message(text: str) -> dict[str, Any]:
 
 DIALECT = CountingDialect(
     name="chat",
-    tools=ToolsRule.FUNCTION_CONSTANTS,
+    tools=ToolsRule.TYPESCRIPT_NAMESPACE,
     images=ImageRule.TILES,
     reply_priming=REPLY_PRIMING,
     frame_system_text=True,

@@ -26,7 +26,7 @@ from app.engine.counting.accounting import (
     ToolsRule,
 )
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
-from app.formats.common import compact_json, expect_str, fail, image_block, type_name
+from app.formats.common import compact_json, expect_str, fail, image_block, is_one_of, type_name
 
 FORMAT = "responses"
 _ROLES = {
@@ -177,13 +177,16 @@ def proves(raw: Any) -> bool:
     if not isinstance(raw, dict):
         return False
     kind = raw.get("type")
-    if kind in _ITEM_TYPES or "call_id" in raw:
+    if "call_id" in raw:
         return True
-    if isinstance(kind, str) and (kind.endswith("_call") or kind.endswith("_call_output")):
+    # `type` is unvalidated caller input here: it may be a list or an object.
+    if isinstance(kind, str) and (
+        kind in _ITEM_TYPES or kind.endswith("_call") or kind.endswith("_call_output")
+    ):
         return True
     content = raw.get("content")
     return isinstance(content, list) and any(
-        isinstance(part, dict) and part.get("type") in _PART_TYPES for part in content
+        isinstance(part, dict) and is_one_of(part.get("type"), _PART_TYPES) for part in content
     )
 
 
@@ -261,7 +264,7 @@ DIALECT = CountingDialect(
     # Chat framing is the closest published rule; Responses framing is not published, so
     # counts in this format are never reported exact.
     name="responses",
-    tools=ToolsRule.FUNCTION_CONSTANTS,
+    tools=ToolsRule.TYPESCRIPT_NAMESPACE,
     images=ImageRule.TILES,
     reply_priming=REPLY_PRIMING,
     frame_system_text=True,

@@ -1,6 +1,6 @@
 """Anthropic Messages summarizer.
 
-One call per attempt: `POST {base_url}/v1/messages` with the instruction as `system`, one
+One call per attempt: `POST {provider base URL}/v1/messages` with the instruction as `system`, one
 user message with the prompt, `max_tokens` = the output budget, and extended thinking with
 a budget below `max_tokens` unless the level is `off`.
 """
@@ -16,10 +16,9 @@ from app.engine.errors import SummarizerRejectedError
 from app.engine.models import ModelInfo
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import ProviderEndpoint, RetryPolicy, post_json, registry_info
+from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.provider import Provider
 
-PROVIDER = "anthropic"
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
 # Anthropic's smallest thinking budget; also what we leave for the summary text itself.
@@ -74,27 +73,21 @@ class AnthropicSummarizer:
         *,
         model: str,
         entry: ModelInfo,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
+        provider: Provider,
         timeout_seconds: float = 120.0,
         retry: RetryPolicy | None = None,
     ) -> None:
-        headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
-        if api_key:
-            headers["x-api-key"] = api_key
-        base = base_url.rstrip("/")
         # Accept a base URL given with or without the version segment.
-        url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+        path = "messages" if provider.base_url.rstrip("/").endswith("/v1") else "v1/messages"
         self._client = client
         self._retry = retry or RetryPolicy()
-        self._info = registry_info(PROVIDER, model, entry)
-        self._endpoint = ProviderEndpoint(
-            provider=PROVIDER,
+        self._info = registry_info(provider.name, model, entry)
+        self._endpoint = provider.endpoint(
+            path,
             model=model,
-            url=url,
             timeout_seconds=timeout_seconds,
-            headers=headers,
-            secret=api_key,
+            # The protocol's version, not the endpoint's: it belongs to the wire.
+            headers={"anthropic-version": API_VERSION},
         )
 
     @property

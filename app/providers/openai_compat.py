@@ -1,6 +1,6 @@
-"""OpenAI-compatible Chat Completions summarizer (OpenAI, vLLM, Ollama, OpenRouter, LiteLLM…).
+"""OpenAI-compatible Chat Completions summarizer (OpenAI, Azure, vLLM, Ollama, OpenRouter…).
 
-One call per attempt: `POST {base_url}/chat/completions` with the system instruction and
+One call per attempt: `POST {provider base URL}/chat/completions` with the system instruction and
 the prompt, no tools, the output budget, and `reasoning_effort` when thinking is on.
 """
 
@@ -16,10 +16,8 @@ from app.engine.errors import SummarizerRejectedError
 from app.engine.models import ModelInfo
 from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import ProviderEndpoint, RetryPolicy, post_json, registry_info
-
-PROVIDER = "openai"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.provider import Provider
 
 # OpenAI's reasoning families refuse `max_tokens`; they take `max_completion_tokens`.
 _REASONING_FAMILY = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
@@ -57,7 +55,8 @@ def budget_field(model: str) -> str:
 
 
 class OpenAICompatibleSummarizer:
-    """Summarizer over any server that speaks OpenAI Chat Completions."""
+    """Summarizer over any server that speaks OpenAI Chat Completions; where it is and
+    how it authenticates is the `provider`'s business."""
 
     def __init__(
         self,
@@ -65,24 +64,15 @@ class OpenAICompatibleSummarizer:
         *,
         model: str,
         entry: ModelInfo,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
+        provider: Provider,
         timeout_seconds: float = 120.0,
         retry: RetryPolicy | None = None,
     ) -> None:
-        headers = {"content-type": "application/json"}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
         self._client = client
         self._retry = retry or RetryPolicy()
-        self._info = registry_info(PROVIDER, model, entry)
-        self._endpoint = ProviderEndpoint(
-            provider=PROVIDER,
-            model=model,
-            url=f"{base_url.rstrip('/')}/chat/completions",
-            timeout_seconds=timeout_seconds,
-            headers=headers,
-            secret=api_key,
+        self._info = registry_info(provider.name, model, entry)
+        self._endpoint = provider.endpoint(
+            "chat/completions", model=model, timeout_seconds=timeout_seconds
         )
 
     @property

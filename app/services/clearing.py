@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.clearing import (
-    DEFAULT_KEEP_TOOL_USES,
     ClearedToolUse,
     ClearingPlan,
     ClearSettings,
@@ -31,14 +30,12 @@ def clearing_trigger(counted: CountedHistory, settings: ClearSettings) -> int:
     return settings.trigger if settings.trigger is not None else counted.threshold
 
 
-def clearing_due(counted: CountedHistory, settings: Mapping[str, Any] | None) -> bool:
-    """True when a session's strategy clears tool results and it is over the clearing
+def clearing_due(counted: CountedHistory, strategy: str, settings: ClearSettings) -> bool:
+    """True when a strategy clears tool results and the history is over the clearing
     trigger (which may lie below the compaction threshold)."""
-    settings = settings or {}
-    if settings.get("strategy") not in ("clear_tool_results", "auto"):
+    if strategy not in ("clear_tool_results", "auto"):
         return False
-    trigger = clearing_trigger(counted, clear_settings_from(settings.get("clear")))
-    return counted.estimate.tokens > trigger
+    return counted.estimate.tokens > clearing_trigger(counted, settings)
 
 
 def clear_history(
@@ -62,18 +59,6 @@ def clear_history(
     messages = counted.wire.apply_cleared(history.messages, plan.cleared)
     cleared = replace(history, messages=messages, format=counted.format, usage=(), estimate_floor=0)
     return ClearedHistory(plan, cleared, estimation.count(cleared, parse_all=True))
-
-
-def clear_settings_from(stored: Mapping[str, Any] | None) -> ClearSettings:
-    """Clearing settings kept as a session setting (validated when the session was made)."""
-    stored = stored or {}
-    return ClearSettings(
-        trigger=stored.get("trigger"),
-        keep=int(stored.get("keep", DEFAULT_KEEP_TOOL_USES)),
-        clear_at_least=int(stored.get("clear_at_least", 0)),
-        exclude_tools=tuple(stored.get("exclude_tools") or ()),
-        clear_tool_inputs=bool(stored.get("clear_tool_inputs", False)),
-    )
 
 
 def cleared_to_json(cleared: Iterable[ClearedToolUse]) -> list[dict[str, Any]]:

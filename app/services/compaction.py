@@ -30,7 +30,6 @@ from app.services.history import CompactOptions, HistoryInput
 
 SUMMARIZE = "summarize"
 CLEAR_TOOL_RESULTS = "clear_tool_results"
-AUTO = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +231,7 @@ class CompactionService:
                 counted.per_message,
                 counted.settings.keep_recent_tokens,
                 counted.inline_system_count,
+                self.marker,
             )
         except NothingToCompactError as exc:
             return self._not_compacted(original, options, str(exc))

@@ -14,10 +14,13 @@ from app.engine.compaction.thresholds import (
     should_compact,
 )
 from app.engine.counting.accounting import (
+    ESTIMATED_BITS,
     CountingRules,
+    Estimated,
+    ToolsRule,
     count_system_text,
     count_tools,
-    message_cost_parts,
+    message_cost,
 )
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.counting.estimate import ContextEstimate, estimate_context
@@ -45,6 +48,17 @@ class TokenizerChoice:
     def method(self) -> str:
         return "heuristic" if self.tokenizer.name == "chars/4" else "tokenizer"
 
+    @property
+    def approximation(self) -> str | None:
+        """Why the count cannot be exact whatever the parts: `tokenizer` (not the model's
+        own encoding), `framing` (the wire format's framing is unpublished), or None."""
+        if self.exact:
+            return None
+        info = self.model
+        if not (info.exact and info.known and self.tokenizer.name == info.encoding):
+            return "tokenizer"
+        return "framing"
+
 
 @dataclass(frozen=True, slots=True)
 class CountedHistory:
@@ -59,6 +73,20 @@ class CountedHistory:
     tools_tokens: int
     estimate: ContextEstimate
     conversation: Conversation | None
+    # Parts counted by a guess rather than a published or API-confirmed rule.
+    estimated: Estimated = Estimated.NONE
+
+    @property
+    def exact(self) -> bool:
+        """True when every part was counted by a published or API-confirmed rule."""
+        return self.choice.exact and not self.estimated
+
+    @property
+    def estimated_parts(self) -> tuple[str, ...]:
+        """What was estimated: `tokenizer` / `framing` (the whole count is approximate)
+        and the parts counted by a guess."""
+        reason = self.choice.approximation
+        return ((reason,) if reason else ()) + self.estimated.names
 
     @property
     def threshold(self) -> int:
@@ -118,8 +146,14 @@ class EstimationService:
         tokenizer = self.tokenizers.get(name)
         dialect = (wire or FORMATS.default).dialect
         exact = info.exact and info.known and name == info.encoding and dialect.exact_capable
+        # The registry's correction factor tunes approximations, never an exact encoding.
+        factor = 1.0 if exact or name == "chars/4" else info.token_factor
         rules = CountingRules(
-            dialect=dialect, tools_family=info.tools_family, image_tokens=self.image_tokens
+            dialect=dialect,
+            tools_rendering=info.tools_rendering,
+            image_rule=info.image_rule,
+            image_tokens=self.image_tokens,
+            token_factor=factor,
         )
         return TokenizerChoice(tokenizer=tokenizer, model=info, exact=exact, rules=rules)
 
@@ -149,7 +183,9 @@ class EstimationService:
             wire.parse(history.messages, history.system, history.tools) if parse_all else None
         )
         parsed = conversation.messages if conversation is not None else None
-        per_message = self._count_messages(history.messages, parsed, wire.parse_message, choice)
+        per_message, estimated = self._count_messages(
+            history.messages, parsed, wire.parse_message, choice
+        )
         inline = (
             conversation.inline_system_count
             if conversation is not None
@@ -162,11 +198,9 @@ class EstimationService:
             ),
             choice,
         )
-        tools_tokens = self._cached_count(
-            ("tools", list(history.tools)),
-            lambda: count_tools(history.tools, choice.tokenizer, choice.rules),
-            choice,
-        )
+        tools_tokens, tools_exact = self._count_tools(history, wire, choice)
+        if not tools_exact:
+            estimated |= Estimated.TOOLS
         settings = self.settings_for(history, choice.model)
         estimate = estimate_context(
             per_message,
@@ -187,11 +221,37 @@ class EstimationService:
             tools_tokens=tools_tokens,
             estimate=estimate,
             conversation=conversation,
+            estimated=estimated,
         )
+
+    def _count_tools(
+        self, history: HistoryInput, wire: WireFormat, choice: TokenizerChoice
+    ) -> tuple[int, bool]:
+        """(tokens, exact) of the tool definitions (`tools` and legacy `functions`)."""
+        tools = [*history.tools, *history.functions]
+        if not tools:
+            return 0, True
+        system_text = None
+        if wire.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
+            system_text = _first_system_text(history, wire)
+        key = ("tools", tools, history.tool_choice, system_text)
+
+        def compute() -> int:
+            cost = count_tools(
+                tools,
+                choice.tokenizer,
+                choice.rules,
+                system_text=system_text,
+                tool_choice=history.tool_choice,
+            )
+            return _pack(cost.tokens, Estimated.NONE if cost.exact else Estimated.TOOLS)
+
+        tokens, flags = _unpack(self._cached_count(key, compute, choice))
+        return tokens, not flags
 
     def count_new_messages(self, messages: Sequence[Message], choice: TokenizerChoice) -> list[int]:
         """Counts already-normalized messages (e.g. a freshly written summary message)."""
-        return self._count_messages([m.raw for m in messages], messages, None, choice)
+        return self._count_messages([m.raw for m in messages], messages, None, choice)[0]
 
     def _count_messages(
         self,
@@ -199,13 +259,14 @@ class EstimationService:
         parsed: Sequence[Message] | None,
         parse_one: Callable[[Any, str], Message] | None,
         choice: TokenizerChoice,
-    ) -> list[int]:
+    ) -> tuple[list[int], Estimated]:
+        """Per-message counts and the parts any message had to guess (both cached)."""
         prefix = (choice.tokenizer.name, choice.rules.cache_key)
         keys = [(prefix, content_digest(raw, f"messages[{i}]")) for i, raw in enumerate(raws)]
-        counts: list[int | None] = [self.cache.get(key) for key in keys]
-        missing = [i for i, c in enumerate(counts) if c is None]
+        packed: list[int | None] = [self.cache.get(key) for key in keys]
+        missing = [i for i, c in enumerate(packed) if c is None]
         if missing:
-            fixed: list[int] = []
+            fixed: list[tuple[int, Estimated]] = []
             spans: list[tuple[int, int]] = []
             texts: list[str] = []
             for i in missing:
@@ -214,16 +275,24 @@ class EstimationService:
                 else:
                     assert parse_one is not None
                     message = parse_one(raws[i], f"messages[{i}]")
-                base, parts = message_cost_parts(message, choice.rules)
-                fixed.append(base)
-                spans.append((len(texts), len(texts) + len(parts)))
-                texts.extend(parts)
+                cost = message_cost(message, choice.rules)
+                fixed.append((cost.fixed, cost.estimated))
+                spans.append((len(texts), len(texts) + len(cost.texts)))
+                texts.extend(cost.texts)
             text_counts = choice.tokenizer.count_many(texts)
-            for i, base, (lo, hi) in zip(missing, fixed, spans, strict=True):
-                value = base + sum(text_counts[lo:hi])
-                counts[i] = value
+            scaled = choice.rules.scaled
+            for i, (base, flags), (lo, hi) in zip(missing, fixed, spans, strict=True):
+                value = _pack(base + scaled(sum(text_counts[lo:hi])), flags)
+                packed[i] = value
                 self.cache.put(keys[i], value)
-        return [c for c in counts if c is not None]
+        counts: list[int] = []
+        estimated = 0
+        mask = (1 << ESTIMATED_BITS) - 1
+        for entry in packed:
+            assert entry is not None
+            counts.append(entry >> ESTIMATED_BITS)
+            estimated |= entry & mask
+        return counts, Estimated(estimated)
 
     def _cached_count(self, value: Any, compute: Callable[[], int], choice: TokenizerChoice) -> int:
         if not value[1]:
@@ -234,3 +303,24 @@ class EstimationService:
             cached = compute()
             self.cache.put(key, cached)
         return cached
+
+
+def _pack(tokens: int, estimated: Estimated) -> int:
+    """One cache value for a count and its guessed parts (the flags in the low bits)."""
+    return (tokens << ESTIMATED_BITS) | int(estimated)
+
+
+def _unpack(value: int) -> tuple[int, Estimated]:
+    return value >> ESTIMATED_BITS, Estimated(value & ((1 << ESTIMATED_BITS) - 1))
+
+
+def _first_system_text(history: HistoryInput, wire: WireFormat) -> str | None:
+    """The request's first system message text, None when it has none (the tools
+    rendering shares that message)."""
+    top = wire.system_text(history.system)
+    if top:
+        return top
+    for i, raw in enumerate(history.messages):
+        if isinstance(raw, dict) and raw.get("role") in ("system", "developer"):
+            return wire.parse_message(raw, f"messages[{i}]").text
+    return None

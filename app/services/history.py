@@ -19,6 +19,10 @@ class HistoryInput:
     format: str | None = None
     system: Any = None
     tools: Sequence[Any] = ()
+    # Legacy Chat Completions `functions` (counted like `tools`).
+    functions: Sequence[Any] = ()
+    # `tool_choice` (or the legacy request-level `function_call`): it costs tokens too.
+    tool_choice: Any = None
     model: str | None = None
     context_window: int | None = None
     reserve_tokens: int | None = None

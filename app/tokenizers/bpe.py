@@ -114,6 +114,32 @@ def _verified_fast_counter(name: str, encoding: Any) -> _Counter | None:
     return fast
 
 
+_BUILT: dict[tuple[str, bool], TiktokenTokenizer] = {}
+_BUILD_LOCK = threading.Lock()
+
+
+def _built_tokenizer(name: str, use_fast: bool) -> TiktokenTokenizer:
+    """One verified tokenizer per encoding per process.
+
+    Building one reads and hashes the ranks file, builds tiktoken's tables and checks the
+    fast counter: about two seconds, and the result never changes within a process. Every
+    registry shares it (a test suite starts hundreds of apps; a worker process, one).
+    """
+    with _BUILD_LOCK:
+        built = _BUILT.get((name, use_fast))
+        if built is None:
+            spec = ENCODINGS[name]
+            encoding = tiktoken.Encoding(
+                name=spec.name,
+                pat_str=spec.pattern,
+                mergeable_ranks=load_ranks(spec),
+                special_tokens=spec.special_tokens,
+            )
+            fast = _verified_fast_counter(name, encoding) if use_fast else None
+            built = _BUILT[(name, use_fast)] = TiktokenTokenizer(encoding, fast)
+        return built
+
+
 class TokenizerRegistry:
     """Builds each encoding once, on first use, thread-safely."""
 
@@ -130,20 +156,12 @@ class TokenizerRegistry:
         cached = self._loaded.get(name)
         if cached is not None:
             return cached
-        spec = ENCODINGS.get(name)
-        if spec is None:
+        if name not in ENCODINGS:
             raise KeyError(name)
         with self._lock:
             cached = self._loaded.get(name)
             if cached is None:
-                encoding = tiktoken.Encoding(
-                    name=spec.name,
-                    pat_str=spec.pattern,
-                    mergeable_ranks=load_ranks(spec),
-                    special_tokens=spec.special_tokens,
-                )
-                fast = _verified_fast_counter(name, encoding) if self._use_fast else None
-                cached = TiktokenTokenizer(encoding, fast)
+                cached = _built_tokenizer(name, self._use_fast)
                 self._loaded[name] = cached
         return cached
 

@@ -52,3 +52,11 @@ def test_a_wheel_install_migrates_outside_the_checkout(tmp_path: Path) -> None:
     with sqlite3.connect(database) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     assert {"sessions", "transcript_entries", "compactions"} <= tables
+    # The inspector's templates are package data: the wheel renders its pages too.
+    rendered = subprocess.run(
+        [str(python), "-c", "from app.api.ui.routes import templates as t; "
+         "print(t.env.get_template('login.html').filename)"],
+        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    assert rendered.stdout.strip().startswith(str(target)), rendered.stdout

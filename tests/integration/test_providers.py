@@ -19,16 +19,16 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from app.composition import SummarizerConfigError, running_summarizer
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT
 from app.engine.errors import SummarizerUnavailableError
 from app.engine.ports import SummaryRequest
 from app.engine.thinking import ThinkingLevel
 from app.main import create_app
-from app.providers import OpenAICompatibleSummarizer, RetryPolicy
+from app.providers import OpenAICompatibleSummarizer, Provider, RetryPolicy
 from app.providers.http import retry_after_seconds
 from app.registry import load_registry
-from app.services.summarizers import SummarizerConfigError, running_summarizer
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE, OPENHANDS, load_json
 from tests.integration.fake_providers import (
@@ -583,7 +583,9 @@ def test_client_disconnect_cancels_the_model_call(openai_fake: OpenAIFake, tmp_p
             "client": ("127.0.0.1", 50000),
             "server": ("127.0.0.1", 8000),
         }
-        async with app.router.lifespan_context(app):
+        async with app.router.lifespan_context(app) as lifespan_state:
+            # What an ASGI server does with the lifespan's state: a copy in every scope.
+            scope["state"] = dict(lifespan_state or {})
             call = asyncio.create_task(app(scope, receive, send))
             assert await asyncio.to_thread(openai_fake.request_arrived.wait, 10)
             hung_up.set()
@@ -611,7 +613,7 @@ def test_hosted_api_without_a_key_refuses_to_start() -> None:
         create_app(settings)
 
 
-def test_outside_the_lifespan_the_http_summarizer_is_unavailable(
+def test_outside_the_lifespan_the_service_is_unavailable(
     openai_fake: OpenAIFake, tmp_path: Path
 ) -> None:
     settings = Settings(
@@ -622,7 +624,9 @@ def test_outside_the_lifespan_the_http_summarizer_is_unavailable(
     )
     client = TestClient(create_app(settings))  # no `with`: the lifespan never runs
     response = client.post("/compact", json=compact_body())
-    assert_problem(response, 503, "gpt-4o", "lifespan")
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    assert "lifespan" in response.json()["detail"]
     assert openai_fake.received == []
 
 
@@ -655,8 +659,7 @@ def _summarize_with_recorded_pauses(
                 client,
                 model="gpt-4o",
                 entry=load_registry().resolve("gpt-4o"),
-                base_url=fake.base_url,
-                api_key=KEY,
+                provider=Provider("openai", fake.base_url, api_key=KEY),
                 timeout_seconds=timeout,
                 retry=RetryPolicy(max_retries=max_retries, sleep=record),
             )

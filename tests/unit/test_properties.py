@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +27,17 @@ from app.main import build_state
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.history import CompactOptions, HistoryInput
 from app.settings import Settings
+from tests.compaction_oracle import (
+    assert_no_orphaned_results,
+    assert_pairs_on_one_side,
+    call_ids,
+    is_summary,
+    is_valid_cut,
+    leading_system_count,
+    oracle_candidate,
+    oracle_cut,
+    result_ids,
+)
 from tests.strategies import RENDERERS, History, histories, keep_recent_tokens, turn_lists
 
 FORMATS = ["openai", "anthropic"]
@@ -48,104 +56,6 @@ def service() -> CompactionService:
     state = build_state(Settings(summarizer="extractive"))
     state.tokenizers.warm()
     return state.compaction
-
-
-# --- reading wire messages (independently of the app's parsers) --------------------------
-
-
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message.get("content")
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def call_ids(message: dict[str, Any]) -> list[str]:
-    ids = [call["id"] for call in message.get("tool_calls") or []]
-    return ids + [b["id"] for b in _blocks(message) if b.get("type") == "tool_use"]
-
-
-def result_ids(message: dict[str, Any]) -> list[str]:
-    ids = [message["tool_call_id"]] if "tool_call_id" in message else []
-    return ids + [b["tool_use_id"] for b in _blocks(message) if b.get("type") == "tool_result"]
-
-
-def is_valid_cut(message: dict[str, Any]) -> bool:
-    return message.get("role") in ("user", "assistant") and not result_ids(message)
-
-
-def is_summary(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    if isinstance(content, list):
-        content = content[0].get("text") if content and isinstance(content[0], dict) else None
-    return (
-        message.get("role") == "user"
-        and isinstance(content, str)
-        and content.startswith(SUMMARY_MARKER_PREFIX)
-    )
-
-
-def leading_system_count(messages: Sequence[dict[str, Any]]) -> int:
-    count = 0
-    while count < len(messages) and messages[count].get("role") in ("system", "developer"):
-        count += 1
-    return count
-
-
-def tool_pairs(messages: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
-    """(call index, result index): a result answers the newest unanswered call of its id."""
-    unanswered: dict[str, list[int]] = defaultdict(list)
-    pairs: list[tuple[int, int]] = []
-    for index, message in enumerate(messages):
-        for call_id in result_ids(message):
-            if unanswered[call_id]:
-                pairs.append((unanswered[call_id].pop(), index))
-        for call_id in call_ids(message):
-            unanswered[call_id].append(index)
-    return pairs
-
-
-def oracle_candidate(per_message: Sequence[int], keep: int, start: int) -> int | None:
-    """The newest index (not before `start`) where the kept sum reaches `keep`."""
-    kept = 0
-    for index in range(len(per_message) - 1, start - 1, -1):
-        kept += per_message[index]
-        if kept >= keep:
-            return index
-    return None
-
-
-def oracle_cut(
-    messages: Sequence[dict[str, Any]], per_message: Sequence[int], keep: int, start: int
-) -> int:
-    """SPEC §5.2 from scratch: from the newest index where the kept sum reaches `keep`, the
-    newest valid cut point at or before it that separates no call from its result.
-    A result `<= start` means nothing to compact."""
-    candidate = oracle_candidate(per_message, keep, start)
-    if candidate is None:
-        return start
-    pairs = tool_pairs(messages)
-    for cut in range(candidate, start, -1):
-        splits = any(call < cut <= result for call, result in pairs)
-        if is_valid_cut(messages[cut]) and not splits:
-            return cut
-    return start
-
-
-def assert_pairs_on_one_side(messages: Sequence[dict[str, Any]], cut: int) -> None:
-    for call, result in tool_pairs(messages):
-        assert (call < cut) == (result < cut), f"pair {call}->{result} split by cut {cut}"
-
-
-def assert_no_orphaned_results(
-    output: Sequence[dict[str, Any]], original: Sequence[dict[str, Any]]
-) -> None:
-    """Every result in `output` whose call exists in `original` has that call before it."""
-    had_call = {call_id for message in original for call_id in call_ids(message)}
-    calls: set[str] = set()
-    for message in output:
-        calls.update(call_ids(message))
-        for result in result_ids(message):
-            if result in had_call:
-                assert result in calls, f"result {result} lost its call in the output"
 
 
 # --- running the service ----------------------------------------------------------------
@@ -413,71 +323,3 @@ def test_find_cut_index_matches_the_spec_oracle(
         assert_pairs_on_one_side(wire, cut)
     else:
         assert cut == start
-
-
-# --- through HTTP -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-@HTTP
-@given(data=st.data())
-def test_http_compact_keeps_the_invariants(
-    client: TestClient, fmt: str, data: st.DataObject
-) -> None:
-    history = data.draw(histories(fmt, max_turns=10), label="history")
-    body: dict[str, Any] = {
-        "messages": history.messages,
-        "system": history.system,
-        "force": True,
-        "keep_recent_tokens": history.keep_recent_tokens,
-        "tokenizer": history.tokenizer,
-    }
-    if history.give_format:
-        body["format"] = fmt
-    response = client.post("/compact", json=body)
-    messages = history.messages
-    k = history.system_count
-    start = k + (history.previous_summary is not None)
-    estimate_body = {key: value for key, value in body.items() if key != "force"}
-    estimate = client.post("/estimate", json=estimate_body)
-    per = estimate.json()["per_message"]
-    expected_cut = oracle_cut(messages, per, history.keep_recent_tokens, start)
-    if response.status_code == 409:
-        # The inflation guard: something to fold, but its summary would not shrink it.
-        assert response.json()["type"].endswith("/compaction-ineffective")
-        assert expected_cut > start
-        return
-    assert response.status_code == 200, response.text
-    out = response.json()
-    if not out["compacted"]:
-        assert "nothing to compact" in out["reason"]
-        assert out["messages"] == messages and out["summary"] is None
-        assert expected_cut <= start
-        return
-    cut = out["cut_index"]
-    new = out["messages"]
-    assert cut == expected_cut and is_valid_cut(messages[cut])
-    assert new[:k] == messages[:k]
-    assert new[k + 1 :] == messages[cut:]
-    assert new[k]["content"].startswith(SUMMARY_MARKER_PREFIX)
-    assert [is_summary(m) for m in new].count(True) == 1
-    assert out["summarized_messages"] == cut - start
-    assert out["updated_previous_summary"] == (history.previous_summary is not None)
-    assert out["estimate_floor"] == len(new)
-    assert_pairs_on_one_side(messages, cut)
-    assert_no_orphaned_results(new, messages)
-
-
-@pytest.mark.parametrize("force", [True, False])
-def test_unknown_field_with_a_big_integer_survives(client: TestClient, force: bool) -> None:
-    big = 2**64 + 1  # a float cannot hold it exactly
-    # Long enough that its summary is smaller than it: a forced compaction is not refused.
-    messages = [
-        {"role": "user", "content": "hi, here is a long note to fold away. " * 200},
-        {"role": "assistant", "content": "hello", "x_meta": {"n": big}},
-    ]
-    body = {"messages": messages, "force": force, "keep_recent_tokens": 1}
-    response = client.post("/compact", json=body)
-    assert response.status_code == 200, response.text
-    assert response.json()["messages"][-1] == messages[-1]
-    assert '"n":18446744073709551617' in response.text.replace(" ", "")

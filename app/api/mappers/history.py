@@ -23,6 +23,8 @@ def history_input(body: HistoryIn) -> HistoryInput:
         format=body.format,
         system=body.system,
         tools=body.tools,
+        functions=body.functions,
+        tool_choice=body.tool_choice if body.tool_choice is not None else body.function_call,
         model=body.model,
         context_window=body.context_window,
         reserve_tokens=body.reserve_tokens,
@@ -51,11 +53,14 @@ def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOu
     return EstimateOut(
         tokens=estimate.tokens,
         method=f"usage+{method}" if estimate.anchor is not None else method,
-        exact=counted.choice.exact and estimate.anchor is None,
+        exact=counted.exact and estimate.anchor is None,
         encoding=counted.choice.tokenizer.name,
         model=counted.choice.model.name or None,
         breakdown=Breakdown(
-            system=estimate.system, tools=estimate.tools, messages=estimate.messages
+            system=estimate.system,
+            tools=estimate.tools,
+            messages=estimate.messages,
+            estimated=list(counted.estimated_parts),
         ),
         per_message=list(estimate.per_message),
         context_window=counted.settings.effective_window,

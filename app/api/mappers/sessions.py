@@ -1,9 +1,6 @@
-"""Mappers from session service values to HTTP bodies."""
+"""Mappers between the session HTTP bodies and the session service's values."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
-from typing import Any
 
 from app.api.mappers.history import estimate_out
 from app.api.schemas.history import SummarizerOut
@@ -11,72 +8,112 @@ from app.api.schemas.sessions import (
     CompactionOut,
     ContextOut,
     PrepareOut,
+    SessionIn,
     SessionOut,
 )
-from app.api.schemas.strategy import ClearedToolUseOut
-from app.services.sessions.service import CompactResult, ContextView
-from app.store.models import CompactionRow, SessionRow
+from app.api.schemas.strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
+from app.engine.clearing import ClearSettings
+from app.services.sessions.service import CompactResult, ContextView, NewSession
+from app.services.sessions.views import CompactionRecord, SessionSettings, SessionView
 
 
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands timestamps back without their zone; they were written in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def session_out(row: SessionRow) -> SessionOut:
-    settings: dict[str, Any] = row.settings or {}
-    return SessionOut(
-        id=row.id,
-        model=row.model,
-        format=row.format,
-        system=row.system,
-        tools=row.tools or [],
-        context_window=settings.get("context_window"),
-        reserve_tokens=settings.get("reserve_tokens"),
-        trigger_tokens=settings.get("trigger_tokens"),
-        keep_recent_tokens=settings.get("keep_recent_tokens"),
-        thinking=settings.get("thinking"),
-        strategy=settings.get("strategy") or "summarize",
-        clear=settings.get("clear"),
-        pinned=settings.get("pinned") or [],
-        metadata=row.meta or {},
-        message_count=row.entry_count,
-        compaction_count=row.compaction_count,
-        created_at=_aware(row.created_at),
+def new_session(body: SessionIn) -> NewSession:
+    clear = body.clear
+    return NewSession(
+        model=body.model,
+        format=body.format,
+        system=body.system,
+        tools=list(body.tools),
+        settings=SessionSettings(
+            context_window=body.context_window,
+            reserve_tokens=body.reserve_tokens,
+            trigger_tokens=body.trigger_tokens,
+            keep_recent_tokens=body.keep_recent_tokens,
+            thinking=body.thinking,
+            strategy=body.strategy,
+            clear=(
+                ClearSettings(
+                    trigger=clear.trigger,
+                    keep=clear.keep,
+                    clear_at_least=clear.clear_at_least,
+                    exclude_tools=tuple(clear.exclude_tools),
+                    clear_tool_inputs=clear.clear_tool_inputs,
+                )
+                if clear is not None
+                else None
+            ),
+            pinned=tuple(body.pinned or ()),
+        ),
+        metadata=dict(body.metadata),
     )
 
 
-def compaction_out(row: CompactionRow) -> CompactionOut:
-    summarizer = row.summarizer or {}
+def _clear_in(clear: ClearSettings | None) -> ClearIn | None:
+    if clear is None:
+        return None
+    return ClearIn(
+        trigger=clear.trigger,
+        keep=clear.keep,
+        clear_at_least=clear.clear_at_least,
+        exclude_tools=list(clear.exclude_tools),
+        clear_tool_inputs=clear.clear_tool_inputs,
+    )
+
+
+def session_out(view: SessionView) -> SessionOut:
+    settings = view.settings
+    return SessionOut(
+        id=view.id,
+        model=view.model,
+        format=view.format,
+        system=view.system,
+        tools=view.tools,
+        context_window=settings.context_window,
+        reserve_tokens=settings.reserve_tokens,
+        trigger_tokens=settings.trigger_tokens,
+        keep_recent_tokens=settings.keep_recent_tokens,
+        thinking=settings.thinking,
+        strategy=settings.effective_strategy,
+        clear=_clear_in(settings.clear),
+        pinned=list(settings.pinned),
+        metadata=view.metadata,
+        message_count=view.entry_count,
+        compaction_count=view.compaction_count,
+        created_at=view.created_at,
+    )
+
+
+def compaction_out(record: CompactionRecord) -> CompactionOut:
+    summarizer = record.summarizer
     return CompactionOut(
-        id=row.id,
-        created_at=_aware(row.created_at),
-        trigger=row.trigger,
-        summary=row.summary,
-        first_kept_seq=row.first_kept_seq,
-        tokens_before=row.tokens_before,
-        tokens_after=row.tokens_after,
+        id=record.id,
+        created_at=record.created_at,
+        trigger=record.trigger,
+        summary=record.summary,
+        first_kept_seq=record.first_kept_seq,
+        tokens_before=record.tokens_before,
+        tokens_after=record.tokens_after,
         summarizer=SummarizerOut(
-            provider=summarizer.get("provider", ""),
-            model=summarizer.get("model", ""),
-            thinking=summarizer.get("thinking", "off"),
-            attempts=summarizer.get("attempts", 1),
+            provider=summarizer.provider,
+            model=summarizer.model,
+            thinking=summarizer.thinking,
+            attempts=summarizer.attempts,
         ),
-        instructions=row.instructions,
-        previous_id=row.previous_id,
-        strategy=row.strategy or "summarize",
-        applied=row.applied or ["summarize"],
-        restored_facts=row.restored_facts or [],
-        current_request=row.current_request,
+        instructions=record.instructions,
+        previous_id=record.previous_id,
+        strategy=record.strategy,
+        applied=list(record.applied),
+        restored_facts=[RestoredFactOut(kind=f.kind, text=f.text) for f in record.restored_facts],
+        current_request=record.current_request,
         cleared_tool_uses=[
             ClearedToolUseOut(
-                tool_call_id=c["tool_call_id"],
-                tool_name=c.get("tool_name", "tool"),
-                placeholder=c["placeholder"],
-                input_cleared=c.get("input_placeholder") is not None,
-                tokens_saved=c.get("tokens_saved", 0),
+                tool_call_id=c.tool_call_id,
+                tool_name=c.tool_name,
+                placeholder=c.placeholder,
+                input_cleared=c.input_placeholder is not None,
+                tokens_saved=c.tokens_saved,
             )
-            for c in row.cleared_tool_uses or []
+            for c in record.cleared_tool_uses
         ],
     )
 
@@ -87,7 +124,7 @@ def context_out(view: ContextView) -> ContextOut:
     return ContextOut(
         format=context.format,
         system=context.session.system,
-        tools=context.session.tools or [],
+        tools=context.session.tools,
         messages=context.messages,
         estimate=estimate,
     )

@@ -2,46 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 
 from app.api.deps import Compaction, Estimation
 from app.api.disconnect import run_until_disconnect
 from app.api.mappers.history import compact_options, compact_out, estimate_out, history_input
-from app.api.problems import Problem
+from app.api.problems import documented
 from app.api.routing import OrjsonRoute
 from app.api.schemas.history import CompactIn, CompactOut, EstimateIn, EstimateOut
+from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 
 router = APIRouter(tags=["history"], route_class=OrjsonRoute)
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": Problem, "description": "Malformed JSON"},
-    413: {"model": Problem, "description": "Body over the size limit"},
-    422: {"model": Problem, "description": "The body or the history is invalid"},
-}
-_SUMMARIZER_ERRORS: dict[int | str, dict[str, Any]] = {
-    502: {"model": Problem, "description": "The summarizer failed or returned a bad summary"},
-    503: {"model": Problem, "description": "The summarizer cannot be reached"},
-    504: {"model": Problem, "description": "The summarizer timed out"},
-}
+_ESTIMATE_ERRORS = documented(InvalidHistoryError)
+_COMPACT_ERRORS = documented(InvalidHistoryError, IneffectiveCompactionError, SummarizerError)
 
 
-@router.post("/estimate", response_model=EstimateOut, responses=_ERRORS)
+@router.post("/estimate", response_model=EstimateOut, responses=_ESTIMATE_ERRORS)
 def estimate(body: EstimateIn, estimation: Estimation) -> EstimateOut:
     """Count a history's tokens and say whether it must be compacted before the next call."""
     return estimate_out(estimation.count(history_input(body)))
 
 
-_COMPACT_ERRORS: dict[int | str, dict[str, Any]] = {
-    409: {"model": Problem, "description": "The compacted history would not be smaller"},
-}
-
-
 @router.post(
     "/compact",
     response_model=CompactOut,
-    responses={**_ERRORS, **_COMPACT_ERRORS, **_SUMMARIZER_ERRORS},
+    responses=_COMPACT_ERRORS,
 )
 async def compact(body: CompactIn, request: Request, compaction: Compaction) -> CompactOut:
     """Fold the older part of a history into one summary message, keep the recent part."""

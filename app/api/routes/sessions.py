@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
 
 from app.api.auth import Tenant
 from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
-from app.api.mappers.sessions import compaction_out, context_out, prepare_out, session_out
-from app.api.problems import Problem
+from app.api.mappers.sessions import (
+    compaction_out,
+    context_out,
+    new_session,
+    prepare_out,
+    session_out,
+)
+from app.api.problems import documented
 from app.api.routing import OrjsonRoute
 from app.api.schemas.sessions import (
     AppendIn,
@@ -24,23 +30,41 @@ from app.api.schemas.sessions import (
     SessionOut,
     TranscriptOut,
 )
+from app.engine.errors import (
+    IneffectiveCompactionError,
+    InvalidHistoryError,
+    NothingToCompactError,
+    SummarizerError,
+)
+from app.services.sessions.errors import (
+    CompactionConflictError,
+    IdempotencyMismatchError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+)
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], route_class=OrjsonRoute)
 
 
-def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": Problem} for status in statuses}
-
-
-_READ = _problems(401, 404, 422, 503)
-_WRITE = _problems(400, 401, 404, 413, 422, 503)
-_COMPACT = _problems(400, 401, 404, 409, 413, 422, 502, 503, 504)
+_READ = documented(SessionNotFoundError, StoreUnavailableError)
+_WRITE = documented(
+    SessionNotFoundError, StoreUnavailableError, InvalidHistoryError, IdempotencyMismatchError
+)
+_COMPACT = documented(
+    SessionNotFoundError,
+    StoreUnavailableError,
+    InvalidHistoryError,
+    NothingToCompactError,
+    IneffectiveCompactionError,
+    CompactionConflictError,
+    SummarizerError,
+)
 
 
 @router.post("", status_code=201, response_model=SessionOut, responses=_WRITE)
 def create_session(body: SessionIn, tenant: Tenant, sessions: Sessions) -> SessionOut:
     """Create a session with its model, format, system prompt, tools and settings."""
-    return session_out(sessions.create(tenant, body.model_dump()))
+    return session_out(sessions.create(tenant, new_session(body)))
 
 
 @router.get("", response_model=SessionListOut, responses=_READ)

@@ -50,6 +50,15 @@ class HistoryIn(BaseModel):
         default=None, description="Top-level system prompt (Anthropic style)."
     )
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    functions: list[dict[str, Any]] = Field(
+        default_factory=list, description="Deprecated Chat Completions functions; counted."
+    )
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="Counted: `none` and a named function cost tokens."
+    )
+    function_call: str | dict[str, Any] | None = Field(
+        default=None, description="Deprecated request-level form of tool_choice."
+    )
     model: str | None = Field(default=None, max_length=200)
     context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
@@ -83,6 +92,15 @@ class Breakdown(BaseModel):
     system: int
     tools: int
     messages: int
+    estimated: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Parts counted by a guess, not a published or API-confirmed rule: tokenizer "
+            "(an approximate encoding for this model), framing (the wire format's framing "
+            "is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. "
+            "Empty when `exact` is true (and the estimate is not usage-anchored)."
+        ),
+    )
 
 
 class EstimateOut(BaseModel):

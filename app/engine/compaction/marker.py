@@ -1,8 +1,14 @@
-"""The summary marker: how a summary message is written and recognized."""
+"""The summary marker: how a summary message is written and recognized.
+
+Besides our own marker, summaries written by other agents are recognized from a list of
+patterns, so a history compacted elsewhere takes the update path instead of having its
+summary summarized as if it were the user's goal.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from app.engine.messages import BlockKind, Message, Role
 
@@ -10,12 +16,33 @@ SUMMARY_MARKER_PREFIX = "[Context summary"
 SUMMARY_MARKER = "[Context summary: the conversation before this point was compacted]"
 _MARKER_END = "]\n\n"
 
+# How other agents open the message that carries their summary (matched at the start of
+# the text, leading whitespace ignored); the summary is what follows.
+FOREIGN_SUMMARY_PATTERNS: tuple[str, ...] = (
+    # pi coding agent: the summary follows inside <summary> tags.
+    r"The conversation history before this point was compacted into the following summary:",
+    # LangChain's SummarizationMiddleware (default summary prefix).
+    r"Here is a summary of the conversation to date:",
+    # Claude Code after (auto-)compaction; the first sentence is fixed, the second has
+    # had several wordings ("The conversation is summarized below:", "The summary below
+    # covers the earlier portion of the conversation.").
+    r"This session is being continued from a previous conversation that ran out of "
+    r"context\.[^\n]*\n",
+)
+_SUMMARY_TAGS = re.compile(r"\A<summary>\s*(.*?)\s*</summary>\s*\Z", re.DOTALL)
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryMarker:
-    """Renders and parses the text of a summary message."""
+    """Renders our summary messages and recognizes ours and other agents'."""
 
     line: str = SUMMARY_MARKER
+    foreign_patterns: tuple[str, ...] = FOREIGN_SUMMARY_PATTERNS
+    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        compiled = tuple(re.compile(p) for p in self.foreign_patterns)
+        object.__setattr__(self, "_compiled", compiled)
 
     def render(self, summary: str) -> str:
         """Marker line, a blank line, then the summary."""
@@ -23,7 +50,7 @@ class SummaryMarker:
 
     @staticmethod
     def parse(text: str) -> str | None:
-        """The summary body when `text` is a summary message's text, else None."""
+        """The summary body when `text` is one of our summary messages, else None."""
         if not text.startswith(SUMMARY_MARKER_PREFIX):
             return None
         end = text.find(_MARKER_END)
@@ -31,15 +58,38 @@ class SummaryMarker:
             return None
         return text[end + len(_MARKER_END) :]
 
-
-def previous_summary_of(message: Message) -> str | None:
-    """The previous summary carried by `message`, if it is a summary message.
-
-    Only a user message made of text (no tool results, images or calls) qualifies, as in
-    the design chapter: a marker quoted inside a tool output is not a summary.
-    """
-    if message.role is not Role.USER or not message.blocks:
+    def parse_any(self, text: str) -> str | None:
+        """The summary body of our marker or of another agent's summary message."""
+        ours = self.parse(text)
+        if ours is not None:
+            return ours
+        stripped = text.lstrip()
+        for pattern in self._compiled:
+            found = pattern.match(stripped)
+            if found:
+                body = stripped[found.end() :].strip()
+                tagged = _SUMMARY_TAGS.match(body)
+                body = tagged.group(1) if tagged else body
+                return body or None
         return None
-    if any(b.kind is not BlockKind.TEXT for b in message.blocks):
-        return None
-    return SummaryMarker.parse(message.blocks[0].text if len(message.blocks) == 1 else message.text)
+
+    def previous_summary(self, message: Message) -> str | None:
+        """The previous summary carried by `message`, if it is a summary message.
+
+        Only a user message made of text (no tool results, images or calls) qualifies, as
+        in the design chapter: a marker quoted inside a tool output is not a summary.
+        """
+        if message.role is not Role.USER or not message.blocks:
+            return None
+        if any(b.kind is not BlockKind.TEXT for b in message.blocks):
+            return None
+        text = message.blocks[0].text if len(message.blocks) == 1 else message.text
+        return self.parse_any(text)
+
+
+DEFAULT_MARKER = SummaryMarker()
+
+
+def previous_summary_of(message: Message, marker: SummaryMarker = DEFAULT_MARKER) -> str | None:
+    """The previous summary carried by `message` (ours or a known agent's), if any."""
+    return marker.previous_summary(message)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.engine.compaction.cut_point import find_cut_index
-from app.engine.compaction.marker import previous_summary_of
+from app.engine.compaction.marker import DEFAULT_MARKER, SummaryMarker
 from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT, build_summary_prompt
 from app.engine.compaction.serialize import DEFAULT_TOOL_RESULT_LIMIT, serialize_for_summary
 from app.engine.errors import (
@@ -48,11 +48,12 @@ def plan_compaction(
     per_message: Sequence[int],
     keep_recent_tokens: int,
     inline_system_count: int = 0,
+    marker: SummaryMarker = DEFAULT_MARKER,
 ) -> CompactionPlan:
-    """Finds the previous summary and the cut; raises NothingToCompactError when no
-    message (besides a previous summary) lies before the cut."""
+    """Finds the previous summary (ours or another agent's) and the cut; raises
+    NothingToCompactError when no message (besides a previous summary) lies before it."""
     start = inline_system_count
-    previous = previous_summary_of(messages[start]) if len(messages) > start else None
+    previous = marker.previous_summary(messages[start]) if len(messages) > start else None
     if previous is not None:
         start += 1
     cut = find_cut_index(messages, per_message, keep_recent_tokens, start)

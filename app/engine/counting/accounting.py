@@ -3,67 +3,87 @@
 The rules are named by what they do, not by a wire format: each wire format chooses its
 `CountingDialect` (app.formats). The chat-framing dialect follows OpenAI's published
 counting rules (3 tokens per message, the role, content and name encoded, 1 more for a
-name, 3 to prime the reply) and function tools follow the published per-function /
-per-property constants; both reproduce the `prompt_tokens` OpenAI reports for its
-examples. Parts OpenAI does not publish (tool calls inside assistant messages) and every
-Anthropic count are close approximations, reported with `exact: false` by the caller.
+name, 3 to prime the reply); function tools are rendered the way OpenAI shows them to the
+model (app.engine.counting.tools); the legacy `function_call` / `role: function` forms
+follow the framing API-reported counts confirm. Every part counted by a guess (a tool
+call in the newer `tool_calls` form, an image of unknown size, an unfamiliar block) is
+reported in an `Estimated` flag, so the caller can say `exact: false` and why.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntFlag, StrEnum
 from typing import Any
 
-from app.engine.counting.images import anthropic_image_tokens, openai_image_tokens
-from app.engine.messages import Block, BlockKind, Message
+from app.engine.counting.images import (
+    ANTHROPIC_PIXELS,
+    GPT_4O_TILES,
+    ImageCostRule,
+)
+from app.engine.counting.tools import (
+    DEFAULT_RENDERING,
+    ToolsCost,
+    ToolsRendering,
+    count_function_tools,
+)
+from app.engine.messages import Block, BlockKind, Message, Role
 from app.engine.ports import Tokenizer
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
-# Framing around each tool call in an assistant turn (not published; measured shape).
+# Framing around a call in an assistant turn: API-confirmed for the legacy
+# `function_call` (hmarr/openai-chat-tokens), the same shape assumed for `tool_calls`.
 TOKENS_PER_TOOL_CALL = 3
+# A legacy `role: "function"` result costs 2 less than a named message (API-confirmed).
+FUNCTION_RESULT_ADJUSTMENT = -2
 # Anthropic adds a tool-use system prompt when tools are present (documented per model,
 # 313-346 tokens for current models); we use the larger figure to stay on the safe side.
 ANTHROPIC_TOOLS_PREAMBLE = 346
 DEFAULT_IMAGE_TOKENS = 1200
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCountingConstants:
-    """OpenAI's published function-tool constants for one model family."""
-
-    func_init: int
-    prop_init: int
-    prop_key: int
-    enum_init: int
-    enum_item: int
-    func_end: int
-
-
-TOOL_CONSTANTS: dict[str, ToolCountingConstants] = {
-    "gpt-4o": ToolCountingConstants(7, 3, 3, -3, 3, 12),
-    "gpt-4": ToolCountingConstants(10, 3, 3, -3, 3, 12),
-}
-
-
 class ToolsRule(StrEnum):
     """How tool definitions reach the model, and so what they cost."""
 
-    # OpenAI's function tools: the published per-function and per-property constants.
-    FUNCTION_CONSTANTS = "function_constants"
+    # OpenAI's function tools: the TypeScript-like `namespace functions` block.
+    TYPESCRIPT_NAMESPACE = "typescript_namespace"
     # Tool definitions as JSON after a fixed tool-use preamble (Anthropic's documented shape).
     JSON_WITH_PREAMBLE = "json_with_preamble"
 
 
 class ImageRule(StrEnum):
-    """Which published image formula applies when the pixel size is known."""
+    """The image formula a dialect falls back on when the model has no family rule."""
 
-    TILES = "tiles"  # OpenAI: base + per 512-px tile
+    TILES = "tiles"  # OpenAI: base + per 512-px tile (gpt-4o constants)
     PIXELS = "pixels"  # Anthropic: width × height / 750
+
+    @property
+    def default_rule(self) -> ImageCostRule:
+        return GPT_4O_TILES if self is ImageRule.TILES else ANTHROPIC_PIXELS
+
+
+class Estimated(IntFlag):
+    """Parts of a count that no published or API-confirmed rule covers."""
+
+    NONE = 0
+    IMAGES = 1  # unknown pixel size, or no image formula for the model's family
+    TOOL_CALLS = 2  # `tool_calls` / tool_use blocks (OpenAI publishes no framing)
+    TOOL_RESULTS = 4  # role `tool` / tool_result blocks
+    THINKING = 8  # reasoning text carried in the history
+    BLOCKS = 16  # documents and blocks the service does not interpret
+    TOOLS = 32  # tool definitions outside the confirmed schema constructs
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Lower-case part names, in flag order (`images`, `tool_calls`, ...)."""
+        return tuple(f.name.lower() for f in Estimated if f and f in self and f.name)
+
+
+ESTIMATED_BITS = max(f.value for f in Estimated).bit_length()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,44 +107,100 @@ class CountingDialect:
 
 @dataclass(frozen=True, slots=True)
 class CountingRules:
-    """Everything that changes a count besides the text: dialect, family, image default."""
+    """Everything that changes a count besides the text: dialect, the model family's
+    tools layout and image formula, the unknown-image default, a correction factor."""
 
     dialect: CountingDialect
-    tools_family: str = "gpt-4o"
+    tools_rendering: ToolsRendering = DEFAULT_RENDERING
+    # The model family's image formula; None: the dialect's fallback, reported estimated.
+    image_rule: ImageCostRule | None = None
     image_tokens: int = DEFAULT_IMAGE_TOKENS
+    # Multiplies approximate text counts (registry `token_factor`, e.g. for Claude).
+    token_factor: float = 1.0
+    cache_key: tuple[Any, ...] = field(init=False, compare=False, repr=False)
 
-    @property
-    def cache_key(self) -> tuple[str, str, int]:
-        return (self.dialect.name, self.tools_family, self.image_tokens)
+    def __post_init__(self) -> None:
+        # One string: its hash is computed once, while every per-message lookup hashes
+        # the key again (a tuple of dataclasses would rehash each field every time).
+        key = (
+            f"{self.dialect.name}|{self.tools_rendering!r}|{self.image_rule!r}"
+            f"|{self.image_tokens}|{self.token_factor!r}",
+        )
+        object.__setattr__(self, "cache_key", key)
+
+    def scaled(self, text_tokens: int) -> int:
+        """Text tokens after the correction factor (unchanged at 1.0)."""
+        if self.token_factor == 1.0:
+            return text_tokens
+        return round(text_tokens * self.token_factor)
 
 
-def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, list[str]]:
-    """(fixed tokens, texts still to tokenize) for one message, framing included.
+@dataclass(frozen=True, slots=True)
+class MessageCost:
+    """A message's fixed tokens, the texts still to tokenize, and what was guessed."""
+
+    fixed: int
+    texts: list[str]
+    estimated: Estimated
+
+
+def message_cost(message: Message, rules: CountingRules) -> MessageCost:
+    """Fixed tokens, texts to tokenize and guessed parts for one message, framing included.
 
     Split this way so a caller can tokenize the texts of many messages in one batch.
     """
     fixed = TOKENS_PER_MESSAGE
     texts = [message.role.value]
+    estimated = Estimated.NONE
     if message.name:
         fixed += TOKENS_PER_NAME
         texts.append(message.name)
     for block in message.blocks:
         kind = block.kind
         if kind is BlockKind.IMAGE:
-            fixed += _image_tokens(block, rules)
+            tokens, known = _image_tokens(block, rules)
+            fixed += tokens
+            if not known:
+                estimated |= Estimated.IMAGES
         elif kind is BlockKind.TOOL_CALL:
             fixed += TOKENS_PER_TOOL_CALL
             texts.append(block.tool_name or "")
             texts.append(block.arguments)
-        elif block.text:
-            texts.append(block.text)
-    return fixed, texts
+            # A call without an id is the legacy `function_call`, whose cost is confirmed.
+            if block.tool_call_id is not None:
+                estimated |= Estimated.TOOL_CALLS
+        else:
+            if block.text:
+                texts.append(block.text)
+            estimated |= _guessed_block(block, message)
+    if message.role is Role.TOOL and not message.tool_result_ids and message.name:
+        # Legacy `role: "function"` result: named by the function, no call id.
+        fixed += FUNCTION_RESULT_ADJUSTMENT
+    return MessageCost(fixed=fixed, texts=texts, estimated=estimated)
+
+
+def _guessed_block(block: Block, message: Message) -> Estimated:
+    kind = block.kind
+    if kind is BlockKind.TEXT:
+        return Estimated.NONE
+    if kind is BlockKind.TOOL_RESULT:
+        legacy_function = block.tool_call_id is None and bool(message.name)
+        return Estimated.NONE if legacy_function else Estimated.TOOL_RESULTS
+    if kind in (BlockKind.THINKING, BlockKind.REDACTED_THINKING):
+        return Estimated.THINKING
+    return Estimated.BLOCKS
+
+
+def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, list[str]]:
+    """(fixed tokens, texts still to tokenize) for one message, framing included."""
+    cost = message_cost(message, rules)
+    return cost.fixed, cost.texts
 
 
 def count_message(message: Message, tokenizer: Tokenizer, rules: CountingRules) -> int:
     """Tokens one message costs, framing included."""
-    fixed, texts = message_cost_parts(message, rules)
-    return fixed + sum(tokenizer.count(text) for text in texts)
+    cost = message_cost(message, rules)
+    return cost.fixed + rules.scaled(sum(tokenizer.count(text) for text in cost.texts))
 
 
 def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> int:
@@ -133,73 +209,46 @@ def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> 
         return 0
     if rules.dialect.frame_system_text:
         # Sent as a system message: framed like one.
-        return TOKENS_PER_MESSAGE + tokenizer.count("system") + tokenizer.count(text)
-    return tokenizer.count(text)
+        return TOKENS_PER_MESSAGE + rules.scaled(tokenizer.count("system") + tokenizer.count(text))
+    return rules.scaled(tokenizer.count(text))
 
 
-def count_tools(tools: Sequence[Any], tokenizer: Tokenizer, rules: CountingRules) -> int:
-    """Tokens the tool definitions cost."""
+def count_tools(
+    tools: Sequence[Any],
+    tokenizer: Tokenizer,
+    rules: CountingRules,
+    *,
+    system_text: str | None = None,
+    tool_choice: Any = None,
+) -> ToolsCost:
+    """Tokens the tool definitions cost; `system_text` is the request's first system
+    message text (None when it has none), which OpenAI's rendering shares."""
     if not tools:
-        return 0
-    if rules.dialect.tools is ToolsRule.FUNCTION_CONSTANTS:
-        constants = TOOL_CONSTANTS.get(rules.tools_family, TOOL_CONSTANTS["gpt-4o"])
-        return _openai_tools(tools, tokenizer, constants)
-    return ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
-
-
-def _openai_tools(tools: Sequence[Any], tokenizer: Tokenizer, c: ToolCountingConstants) -> int:
-    total = 0
-    for tool in tools:
-        function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
-        if not isinstance(function, Mapping):
-            total += tokenizer.count(_compact_json(tool))
-            continue
-        total += c.func_init
-        description = _strip_period(str(function.get("description") or ""))
-        total += tokenizer.count(f"{function.get('name', '')}:{description}")
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if isinstance(properties, Mapping) and properties:
-            total += c.prop_init
-            for key, schema in properties.items():
-                total += c.prop_key + _openai_property(str(key), schema, tokenizer, c)
-    return total + c.func_end
-
-
-def _openai_property(key: str, schema: Any, tokenizer: Tokenizer, c: ToolCountingConstants) -> int:
-    if not isinstance(schema, Mapping):
-        return tokenizer.count(f"{key}:{_compact_json(schema)}")
-    total = 0
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        total += c.enum_init
-        for item in enum:
-            total += c.enum_item + tokenizer.count(str(item))
-    kind = schema.get("type", "")
-    description = _strip_period(str(schema.get("description") or ""))
-    total += tokenizer.count(
-        f"{key}:{kind if isinstance(kind, str) else _compact_json(kind)}:{description}"
-    )
-    # The published rule covers flat properties; nested schemas (objects, arrays, unions)
-    # still reach the model, so their remaining structure is counted as JSON.
-    nested = {k: v for k, v in schema.items() if k not in ("type", "description", "enum")}
-    if nested:
-        total += tokenizer.count(_compact_json(nested))
-    return total
-
-
-def _strip_period(text: str) -> str:
-    return text[:-1] if text.endswith(".") else text
+        return ToolsCost(tokens=0, exact=True)
+    if rules.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
+        cost = count_function_tools(
+            tools,
+            tokenizer,
+            rules.tools_rendering,
+            system_text=system_text,
+            tool_choice=tool_choice,
+        )
+        return ToolsCost(tokens=rules.scaled(cost.tokens), exact=cost.exact)
+    tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
+    return ToolsCost(tokens=rules.scaled(tokens), exact=False)
 
 
 def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _image_tokens(block: Block, rules: CountingRules) -> int:
+def _image_tokens(block: Block, rules: CountingRules) -> tuple[int, bool]:
+    """(tokens, known): the family's formula, or the configured default when it needs a
+    pixel size the data did not give (or the model has no image formula)."""
     info = block.image
-    if info is None or info.width is None or info.height is None:
-        return rules.image_tokens
-    if rules.dialect.images is ImageRule.TILES:
-        return openai_image_tokens(info.width, info.height, info.detail)
-    return anthropic_image_tokens(info.width, info.height)
+    rule = rules.image_rule or rules.dialect.images.default_rule
+    detail = info.detail if info else None
+    tokens = rule.tokens(info.width if info else None, info.height if info else None, detail)
+    if tokens is None:
+        return rules.image_tokens, False
+    return tokens, rules.image_rule is not None

@@ -1,5 +1,6 @@
 """Image token costs: pixel size from the first bytes of PNG/JPEG/GIF/WebP data, and each
-provider's published formula (OpenAI tiles, Anthropic pixels/750)."""
+model family's published formula (OpenAI tiles or patches, Anthropic pixels/750). The
+constants of each family are registry data (`ImageCostRule`), not code."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import base64
 import binascii
 import math
 import struct
+from dataclasses import dataclass
+from enum import StrEnum
 
 # Enough base64 to reach a JPEG SOF marker after typical EXIF/ICC headers.
 _HEADER_B64_CHARS = 65_536
@@ -79,21 +82,93 @@ def _webp_size(raw: bytes) -> tuple[int, int] | None:
     return None
 
 
-def openai_image_tokens(width: int, height: int, detail: str | None) -> int:
-    """OpenAI's published vision cost: 85 base + 170 per 512px tile after scaling."""
-    if detail == "low":
-        return 85
+class ImageRuleKind(StrEnum):
+    """The published image formulas."""
+
+    TILES = "tiles"  # OpenAI gpt-4o family: base + per 512-px tile after scaling
+    PATCHES = "patches"  # OpenAI gpt-4.1-mini/-nano, o4-mini: 32-px patches x a factor
+    PIXELS = "pixels"  # Anthropic: width x height / 750 after fitting the size limits
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCostRule:
+    """One model family's image formula with its constants (registry data)."""
+
+    kind: ImageRuleKind
+    name: str = ""
+    # tiles: `base` is also the whole cost of a `detail: low` image.
+    base: int = 85
+    per_tile: int = 170
+    # patches: cost = ceil(patches x multiplier), patches capped at max_patches.
+    multiplier: float = 1.0
+    max_patches: int = 1536
+    # pixels: cost = ceil(width x height / divisor) after the resize rules.
+    divisor: int = 750
+    max_long_edge: int = 1568
+    max_pixels: int = 1_150_000
+
+    def needs_size(self, detail: str | None) -> bool:
+        """False when the cost does not depend on the pixel size (tiles at detail low)."""
+        return not (self.kind is ImageRuleKind.TILES and detail == "low")
+
+    def tokens(self, width: int | None, height: int | None, detail: str | None) -> int | None:
+        """The image's cost, or None when it needs a pixel size that is unknown."""
+        if self.kind is ImageRuleKind.TILES and detail == "low":
+            return self.base
+        if width is None or height is None or width <= 0 or height <= 0:
+            return None
+        if self.kind is ImageRuleKind.TILES:
+            return self.base + self.per_tile * tile_count(width, height)
+        if self.kind is ImageRuleKind.PATCHES:
+            return math.ceil(patch_count(width, height, self.max_patches) * self.multiplier)
+        return pixel_tokens(width, height, self.divisor, self.max_long_edge, self.max_pixels)
+
+
+GPT_4O_TILES = ImageCostRule(ImageRuleKind.TILES, name="tiles-85")
+ANTHROPIC_PIXELS = ImageCostRule(ImageRuleKind.PIXELS, name="anthropic-pixels")
+
+
+def tile_count(width: int, height: int) -> int:
+    """512-px tiles after fitting 2048 x 2048, then the shortest side down to 768."""
     scale = min(1.0, 2048 / max(width, height))
     w, h = width * scale, height * scale
     shortest = min(w, h)
     if shortest > 768:
         w, h = w * 768 / shortest, h * 768 / shortest
-    tiles = math.ceil(w / 512) * math.ceil(h / 512)
-    return 85 + 170 * tiles
+    return math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def patch_count(width: int, height: int, max_patches: int = 1536, patch: int = 32) -> int:
+    """32-px patches covering the image; over the cap, the image is scaled down so that a
+    whole number of patches spans its width (OpenAI's published steps)."""
+    patches = math.ceil(width / patch) * math.ceil(height / patch)
+    if patches <= max_patches:
+        return patches
+    shrink = math.sqrt(patch * patch * max_patches / (width * height))
+    across, down = width * shrink / patch, height * shrink / patch
+    shrink *= min(math.floor(across) / across, math.floor(down) / down)
+    w, h = width * shrink, height * shrink
+    return min(max_patches, math.ceil(w / patch) * math.ceil(h / patch))
+
+
+def pixel_tokens(
+    width: int,
+    height: int,
+    divisor: int = 750,
+    max_long_edge: int = 1568,
+    max_pixels: int = 1_150_000,
+) -> int:
+    """Anthropic's estimate: (width x height) / 750 after fitting the long edge and area."""
+    scale = min(1.0, max_long_edge / max(width, height), math.sqrt(max_pixels / (width * height)))
+    w, h = int(width * scale), int(height * scale)
+    return max(1, math.ceil(w * h / divisor))
+
+
+def openai_image_tokens(width: int, height: int, detail: str | None) -> int:
+    """gpt-4o's published vision cost: 85 base + 170 per 512px tile after scaling."""
+    return GPT_4O_TILES.tokens(width, height, detail) or GPT_4O_TILES.base
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's published estimate: (width × height) / 750 after fitting 1568px."""
-    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
-    w, h = int(width * scale), int(height * scale)
-    return max(1, math.ceil(w * h / 750))
+    """Anthropic's published estimate: (width x height) / 750 after fitting 1568px."""
+    return pixel_tokens(width, height)

@@ -75,10 +75,21 @@ def extractive_summary(
         # Tolerate being handed the whole summary message: the marker line is not content.
         body = SummaryMarker.parse(previous_summary) or previous_summary
         previous = parse_summary(body)
+        if previous == SummarySections() and body.strip():
+            previous = _foreign_summary(body)
     else:
         previous = SummarySections()
     facts = read_transcript(messages)
     return render_summary(_merged(previous, facts, instructions))
+
+
+def _foreign_summary(body: str) -> SummarySections:
+    """A summary in another agent's layout (no sections of ours): its lines are kept as
+    critical context, so an update never drops what the other agent wrote."""
+    lines = [one_line(line) for line in body.splitlines() if is_substantive(line)]
+    kept = SummarySections(context=tuple(lines[:_MAX_CONTEXT_LINES]))
+    # Read back as our own summary would be, so a second update changes nothing.
+    return parse_summary(render_summary(kept))
 
 
 def _merged(

@@ -11,42 +11,41 @@ from app.engine.counting.estimate import UsageReport
 from app.engine.errors import InvalidHistoryError
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
-from app.services.clearing import cleared_from_json
 from app.services.history import HistoryInput
-from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
+from app.services.sessions.views import CompactionRecord, SessionView, TranscriptEntry
 
 
 @dataclass(frozen=True, slots=True)
 class SessionContext:
     """What the agent should send now, and where each message came from."""
 
-    session: SessionRow
+    session: SessionView
     format: str
     messages: list[Any]
     # Transcript sequence number of each message; None marks the summary message.
     seqs: list[int | None]
     usage: list[UsageReport]
     estimate_floor: int
-    latest: CompactionRow | None
+    latest: CompactionRecord | None
 
     def history(self) -> HistoryInput:
-        settings = self.session.settings or {}
+        settings = self.session.settings
         return HistoryInput(
             messages=self.messages,
             format=self.format,
             system=self.session.system,
             tools=self.session.tools or (),
             model=self.session.model,
-            context_window=settings.get("context_window"),
-            reserve_tokens=settings.get("reserve_tokens"),
-            trigger_tokens=settings.get("trigger_tokens"),
-            keep_recent_tokens=settings.get("keep_recent_tokens"),
+            context_window=settings.context_window,
+            reserve_tokens=settings.reserve_tokens,
+            trigger_tokens=settings.trigger_tokens,
+            keep_recent_tokens=settings.keep_recent_tokens,
             usage=self.usage,
             estimate_floor=self.estimate_floor,
         )
 
 
-def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
+def session_format(stored: str | None, messages: Sequence[Any]) -> str | None:
     """The session's format, or the one this batch decides; None while it reads the same
     in both.
 
@@ -54,8 +53,8 @@ def session_format(session: SessionRow, messages: Sequence[Any]) -> str | None:
     message without content is OpenAI). While undecided, every stored message is valid in
     both, so whichever format is decided later can still read all of them.
     """
-    if session.format:
-        return session.format
+    if stored:
+        return stored
     # A session's `system` is a setting in both formats, not evidence of one.
     proven = FORMATS.evidence(messages)
     if proven is not None:
@@ -77,10 +76,10 @@ def _all_valid(parser: WireFormat, messages: Sequence[Any]) -> bool:
 
 
 def build_context(
-    session: SessionRow,
-    latest: CompactionRow | None,
-    system_prefix: Sequence[TranscriptEntryRow],
-    kept: Sequence[TranscriptEntryRow],
+    session: SessionView,
+    latest: CompactionRecord | None,
+    system_prefix: Sequence[TranscriptEntry],
+    kept: Sequence[TranscriptEntry],
     marker: SummaryMarker,
 ) -> SessionContext:
     """[leading system entries] + [latest summary] + entries from its first kept one.
@@ -116,7 +115,7 @@ def build_context(
             usage.append(UsageReport(message_index=index, **entry.usage))
     if latest is not None and latest.cleared_tool_uses:
         # Placeholders go into copies: the transcript keeps the originals.
-        messages = wire.apply_cleared(messages, cleared_from_json(latest.cleared_tool_uses))
+        messages = wire.apply_cleared(messages, latest.cleared_tool_uses)
     return SessionContext(
         session=session,
         format=fmt,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.services.clearing import cleared_from_json, cleared_to_json
+from app.services.clearing import cleared_to_json
 from app.services.compaction import CompactionOutcome
 from app.services.sessions.context import SessionContext
 
@@ -44,7 +44,7 @@ def record_fields(context: SessionContext, outcome: CompactionOutcome) -> dict[s
         for message in conversation.messages[kept_from:]
         for call_id in (*message.tool_call_ids, *message.tool_result_ids)
     }
-    earlier = cleared_from_json(latest.cleared_tool_uses) if latest is not None else ()
+    earlier = latest.cleared_tool_uses if latest is not None else ()
     by_id = {c.tool_call_id: c for c in (*earlier, *outcome.cleared)}
     cleared = [c for call_id, c in by_id.items() if call_id in kept_ids]
     finished = outcome.finished

@@ -7,42 +7,9 @@ verbatim alone are over the threshold, and only new history can move the cut pas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from app.services.estimation import CountedHistory
 from app.services.sessions.context import SessionContext
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionStall:
-    """The numbers of an automatic compaction that left the context over the threshold."""
-
-    entry_count: int
-    tokens: int
-    threshold: int
-    kept_tokens: int
-    keep_recent_tokens: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "entry_count": self.entry_count,
-            "tokens": self.tokens,
-            "threshold": self.threshold,
-            "kept_tokens": self.kept_tokens,
-            "keep_recent_tokens": self.keep_recent_tokens,
-        }
-
-    @property
-    def warning(self) -> str:
-        return (
-            f"automatic compaction cannot bring the context under the threshold: it is "
-            f"{self.tokens:,} tokens, over the threshold of {self.threshold:,}, and the "
-            f"messages kept verbatim take {self.kept_tokens:,} of them "
-            f"(keep_recent_tokens={self.keep_recent_tokens:,}). It is not tried again "
-            f"until new messages arrive (after {self.entry_count} transcript entries); "
-            "lower keep_recent_tokens, clear tool results, or compact manually"
-        )
+from app.services.sessions.views import CompactionStall
 
 
 def stall_of(context: SessionContext, counted: CountedHistory, entry_count: int) -> CompactionStall:
@@ -61,6 +28,6 @@ def stall_of(context: SessionContext, counted: CountedHistory, entry_count: int)
     )
 
 
-def waits_for_new_entries(stored: dict[str, Any] | None, entry_count: int) -> bool:
-    """True while no entry arrived since the stall recorded in `stored`."""
-    return stored is not None and int(stored.get("entry_count", -1)) >= entry_count
+def waits_for_new_entries(stall: CompactionStall | None, entry_count: int) -> bool:
+    """True while no entry arrived since `stall` was recorded."""
+    return stall is not None and stall.entry_count >= entry_count

@@ -4,118 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from app.client._errors import error_from_response, unexpected_response
-from app.client._fields import Format, MalformedAnswerError
-from app.client._models import (
+from context_compactor._errors import error_from_response, unexpected_response
+from context_compactor._fields import MalformedAnswerError
+from context_compactor._models import CompactResult, Estimate, Health, Readiness, SystemPrompt
+from context_compactor._requests import (
+    CompactOptions,
+    EstimateOptions,
+    SessionOptions,
+    SystemPromptOptions,
+    UsageReport,
+)
+from context_compactor._session_models import (
     AppendResult,
     CompactionRecord,
-    CompactResult,
     Context,
-    Estimate,
-    Health,
     PrepareResult,
-    Readiness,
     Session,
     SessionPage,
-    SystemPrompt,
     Transcript,
     parse_compactions,
 )
+from context_compactor._types import CompactReason, Strategy, ThinkingLevel
 
 T = TypeVar("T")
-
-ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
-TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
-CompactReason = Literal["manual", "overflow"]
-
-
-class UsageReport(TypedDict, total=False):
-    """A provider usage report for the reply at `message_index`."""
-
-    message_index: Required[int]
-    input_tokens: int
-    output_tokens: int
-    cache_read_input_tokens: int
-    cache_creation_input_tokens: int
-
-
-class HistoryOptions(TypedDict, total=False):
-    """Optional fields of POST /estimate (see the API contract for each)."""
-
-    format: Format
-    system: str | Sequence[Mapping[str, Any]]
-    tools: Sequence[Mapping[str, Any]]
-    model: str
-    context_window: int
-    reserve_tokens: int
-    trigger_tokens: int
-    tokenizer: TokenizerName
-    usage: Sequence[UsageReport]
-    estimate_floor: int
-
-
-class CompactOptions(HistoryOptions, total=False):
-    """Optional fields of POST /compact."""
-
-    keep_recent_tokens: int
-    force: bool
-    instructions: str
-    thinking: ThinkingLevel
-
-
-class SessionOptions(TypedDict, total=False):
-    """Optional fields of POST /sessions."""
-
-    model: str
-    format: Format
-    system: str | Sequence[Mapping[str, Any]]
-    tools: Sequence[Mapping[str, Any]]
-    context_window: int
-    reserve_tokens: int
-    trigger_tokens: int
-    keep_recent_tokens: int
-    thinking: ThinkingLevel
-    metadata: Mapping[str, Any]
-
-
-class PromptFile(TypedDict):
-    """A candidate file the agent found (rules files, prompt files)."""
-
-    path: str
-    content: str
-
-
-class Skill(TypedDict, total=False):
-    name: Required[str]
-    description: Required[str]
-    path: Required[str]
-    content: str
-
-
-class Subagent(TypedDict):
-    name: str
-    description: str
-
-
-class SystemPromptOptions(TypedDict, total=False):
-    """Optional fields of POST /context/system."""
-
-    base_prompt: str
-    files: Sequence[PromptFile]
-    global_dir: str
-    project_dir: str
-    trusted: bool
-    extension_contexts: Sequence[str]
-    skills: Sequence[Skill]
-    read_tool_available: bool
-    subagents: Sequence[Subagent]
-    model: str
-    tokenizer: TokenizerName
 
 
 @dataclass(frozen=True)
@@ -180,7 +96,7 @@ def metrics() -> Call[str]:
     return Call("GET", "/metrics", _text)
 
 
-def estimate(messages: Sequence[Mapping[str, Any]], options: HistoryOptions) -> Call[Estimate]:
+def estimate(messages: Sequence[Mapping[str, Any]], options: EstimateOptions) -> Call[Estimate]:
     return Call("POST", "/estimate", _json(Estimate.parse), _body(messages=messages, **options))
 
 
@@ -247,8 +163,9 @@ def compact_session(
     reason: CompactReason,
     instructions: str | None,
     thinking: ThinkingLevel | None,
+    strategy: Strategy | None,
 ) -> Call[PrepareResult]:
-    body = _body(reason=reason, instructions=instructions, thinking=thinking)
+    body = _body(reason=reason, instructions=instructions, thinking=thinking, strategy=strategy)
     return Call("POST", _session_path(session_id, "/compact"), _json(PrepareResult.parse), body)
 
 

@@ -1,6 +1,6 @@
 """Python client of the context-compactor HTTP API (sync and async), on httpx alone.
 
-    from app.client import CompactorClient, CompactorAPIError
+    from context_compactor import CompactorClient, CompactorAPIError
 
     with CompactorClient("http://127.0.0.1:8000", api_key="...") as compactor:
         session = compactor.create_session(model="gpt-4o", system="You are a coding agent.")
@@ -30,50 +30,74 @@ The client never retries on its own: whether a request may be repeated is the ca
 call (appends are safe to repeat with the same `idempotency_key`).
 
 It imports only httpx and the standard library, so an agent can use it without the
-service's dependencies.
+service's dependencies. Framework integrations live in `context_compactor.integrations`
+(each behind its own extra: `[langchain]`, `[pydantic-ai]`, `[openai-agents]`).
 """
 
-from app.client._async import AsyncCompactorClient
-from app.client._endpoints import (
+from context_compactor._async import (
+    AsyncCompactorClient,
+)
+from context_compactor._errors import (
+    TIMEOUT_ERROR,
+    TRANSPORT_ERROR,
+    UNEXPECTED_RESPONSE,
+    CompactorAPIError,
+)
+from context_compactor._models import (
+    Breakdown,
+    ClearedToolUse,
+    CompactResult,
+    Estimate,
+    Health,
+    Message,
+    Readiness,
+    RestoredFact,
+    SummarizerInfo,
+    SystemPrompt,
+    SystemPromptSource,
+)
+from context_compactor._requests import (
+    ClearOptions,
     CompactOptions,
-    CompactReason,
+    EstimateOptions,
     HistoryOptions,
     PromptFile,
     SessionOptions,
     Skill,
     Subagent,
     SystemPromptOptions,
-    ThinkingLevel,
-    TokenizerName,
     UsageReport,
 )
-from app.client._errors import (
-    TIMEOUT_ERROR,
-    TRANSPORT_ERROR,
-    UNEXPECTED_RESPONSE,
-    CompactorAPIError,
-)
-from app.client._fields import Format
-from app.client._models import (
+from context_compactor._session_models import (
     AppendResult,
-    Breakdown,
+    ClearSettings,
     CompactionRecord,
-    CompactResult,
     Context,
-    Estimate,
-    Health,
-    Message,
     PrepareResult,
-    Readiness,
     Session,
     SessionPage,
-    SummarizerInfo,
-    SystemPrompt,
-    SystemPromptSource,
     Transcript,
 )
-from app.client._sync import CompactorClient
-from app.client._transport import DEFAULT_TIMEOUT
+from context_compactor._sync import (
+    CompactorClient,
+)
+from context_compactor._transport import (
+    DEFAULT_TIMEOUT,
+)
+from context_compactor._types import (
+    AppliedStep,
+    CompactReason,
+    FactKind,
+    Format,
+    SourceKind,
+    Strategy,
+    ThinkingLevel,
+    TokenizerName,
+    Trigger,
+)
+from context_compactor._version import (
+    __version__,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -81,8 +105,12 @@ __all__ = [
     "TRANSPORT_ERROR",
     "UNEXPECTED_RESPONSE",
     "AppendResult",
+    "AppliedStep",
     "AsyncCompactorClient",
     "Breakdown",
+    "ClearOptions",
+    "ClearSettings",
+    "ClearedToolUse",
     "CompactOptions",
     "CompactReason",
     "CompactResult",
@@ -91,6 +119,8 @@ __all__ = [
     "CompactorClient",
     "Context",
     "Estimate",
+    "EstimateOptions",
+    "FactKind",
     "Format",
     "Health",
     "HistoryOptions",
@@ -98,10 +128,13 @@ __all__ = [
     "PrepareResult",
     "PromptFile",
     "Readiness",
+    "RestoredFact",
     "Session",
     "SessionOptions",
     "SessionPage",
     "Skill",
+    "SourceKind",
+    "Strategy",
     "Subagent",
     "SummarizerInfo",
     "SystemPrompt",
@@ -110,5 +143,7 @@ __all__ = [
     "ThinkingLevel",
     "TokenizerName",
     "Transcript",
+    "Trigger",
     "UsageReport",
+    "__version__",
 ]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, TypeVar
 
-Format = Literal["openai", "anthropic"]
+from context_compactor._types import FORMATS, Format
+
+L = TypeVar("L", bound=str)
 
 
 class MalformedAnswerError(ValueError):
@@ -81,13 +83,53 @@ def system(raw: dict[str, Any]) -> str | list[dict[str, Any]] | None:
     raise MalformedAnswerError("'system' is neither text, blocks nor null")
 
 
-def wire_format(raw: dict[str, Any], key: str = "format") -> Format:
+def one_of(raw: dict[str, Any], key: str, allowed: tuple[L, ...]) -> L:
+    """A field whose value must be one of the contract's enum values."""
     value = text(raw, key)
-    if value == "openai":
-        return "openai"
-    if value == "anthropic":
-        return "anthropic"
-    raise MalformedAnswerError(f"{key!r} is {value!r}, not openai or anthropic")
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise MalformedAnswerError(f"{key!r} is {value!r}, not one of {', '.join(allowed)}")
+
+
+def one_of_or(raw: dict[str, Any], key: str, allowed: tuple[L, ...], default: L) -> L:
+    return default if raw.get(key) is None else one_of(raw, key, allowed)
+
+
+def opt_one_of(raw: dict[str, Any], key: str, allowed: tuple[L, ...]) -> L | None:
+    return None if raw.get(key) is None else one_of(raw, key, allowed)
+
+
+def all_of(raw: dict[str, Any], key: str, allowed: tuple[L, ...]) -> list[L]:
+    """A list field (absent means empty) whose items are each one of the enum values."""
+    return [one_of({key: item}, key, allowed) for item in array_or_empty(raw, key)]
+
+
+def wire_format(raw: dict[str, Any], key: str = "format") -> Format:
+    return one_of(raw, key, FORMATS)
+
+
+def array_or_empty(raw: dict[str, Any], key: str) -> list[Any]:
+    return [] if raw.get(key) is None else array(raw, key)
+
+
+def objects_or_empty(raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    return [] if raw.get(key) is None else objects(raw, key)
+
+
+def texts(raw: dict[str, Any], key: str) -> list[str]:
+    """A list of strings (absent means empty)."""
+    items = array_or_empty(raw, key)
+    if not all(isinstance(item, str) for item in items):
+        raise MalformedAnswerError(f"{key!r} holds something that is not text")
+    return items
+
+
+def integers(raw: dict[str, Any], key: str) -> list[int]:
+    items = array(raw, key)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in items):
+        raise MalformedAnswerError(f"{key!r} holds something that is not a count")
+    return items
 
 
 def timestamp(raw: dict[str, Any], key: str) -> datetime:

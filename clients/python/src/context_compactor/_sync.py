@@ -8,37 +8,32 @@ from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from app.client import _endpoints as api
-from app.client._endpoints import (
+from context_compactor import _endpoints as api
+from context_compactor._base import ClientBase
+from context_compactor._models import CompactResult, Estimate, Health, Readiness, SystemPrompt
+from context_compactor._requests import (
     CompactOptions,
-    CompactReason,
-    HistoryOptions,
+    EstimateOptions,
     SessionOptions,
     SystemPromptOptions,
-    ThinkingLevel,
     UsageReport,
 )
-from app.client._errors import error_from_transport
-from app.client._models import (
+from context_compactor._session_models import (
     AppendResult,
     CompactionRecord,
-    CompactResult,
     Context,
-    Estimate,
-    Health,
     PrepareResult,
-    Readiness,
     Session,
     SessionPage,
-    SystemPrompt,
     Transcript,
 )
-from app.client._transport import DEFAULT_TIMEOUT, TimeoutTypes, request_headers
+from context_compactor._transport import DEFAULT_TIMEOUT, TimeoutTypes
+from context_compactor._types import CompactReason, Strategy, ThinkingLevel
 
 T = TypeVar("T")
 
 
-class CompactorClient:
+class CompactorClient(ClientBase[httpx.Client]):
     """Blocking client of a context-compactor service; every failure is CompactorAPIError."""
 
     def __init__(
@@ -49,11 +44,7 @@ class CompactorClient:
         timeout: TimeoutTypes = DEFAULT_TIMEOUT,
         http_client: httpx.Client | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._timeout = timeout
-        self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx.Client(timeout=timeout)
+        super().__init__(base_url, api_key, timeout, http_client, httpx.Client)
 
     def close(self) -> None:
         """Close the connection pool (an injected httpx.Client stays open)."""
@@ -71,22 +62,11 @@ class CompactorClient:
     ) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"CompactorClient(base_url={self.base_url!r})"
-
     def _send(self, call: api.Call[T]) -> T:
-        url = self.base_url + call.path
         try:
-            response = self._http.request(
-                call.method,
-                url,
-                json=call.json,
-                params=call.params,
-                headers=request_headers(self._api_key, call.headers),
-                timeout=self._timeout,
-            )
+            response = self._http.request(**self._request(call))
         except httpx.RequestError as exc:
-            raise error_from_transport(exc, call.method, url) from exc
+            raise self._no_answer(exc, call) from exc
         return call.finish(response)
 
     # -- service -----------------------------------------------------------------------
@@ -106,7 +86,7 @@ class CompactorClient:
     # -- stateless ---------------------------------------------------------------------
 
     def estimate(
-        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[HistoryOptions]
+        self, messages: Sequence[Mapping[str, Any]], **options: Unpack[EstimateOptions]
     ) -> Estimate:
         """POST /estimate: count a history's tokens and say whether to compact."""
         return self._send(api.estimate(messages, options))
@@ -171,9 +151,11 @@ class CompactorClient:
         reason: CompactReason = "manual",
         instructions: str | None = None,
         thinking: ThinkingLevel | None = None,
+        strategy: Strategy | None = None,
     ) -> PrepareResult:
         """POST /sessions/{id}/compact: compact now; 409 when there is nothing to compact."""
-        return self._send(api.compact_session(session_id, reason, instructions, thinking))
+        call = api.compact_session(session_id, reason, instructions, thinking, strategy)
+        return self._send(call)
 
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """GET /sessions/{id}/compactions: every compaction record, oldest first."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from app import __version__
+from context_compactor._version import __version__
 
 TimeoutTypes = float | httpx.Timeout | None
 

@@ -1,0 +1,1 @@
+"""The inspector page (SPEC §12): server-rendered HTML over the session store."""

@@ -1,0 +1,182 @@
+"""Inspector pages: the sessions list, one session, and the login form for a browser."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from app.api.deps import Sessions
+from app.api.ui.auth import (
+    clear_login_cookie,
+    key_digest,
+    keys_configured,
+    safe_next,
+    set_login_cookie,
+    tenant_of_digest,
+    ui_tenant,
+)
+from app.api.ui.chart import layout_chart, tokens_label
+from app.services.inspector.reading import InspectorService
+from app.services.sessions.errors import SessionNotFoundError
+
+SESSIONS_PER_PAGE = 25
+ENTRIES_PER_PAGE = 50
+_TEMPLATES = Path(__file__).parent / "templates"
+
+_environment = Environment(
+    loader=FileSystemLoader(_TEMPLATES),
+    # Every transcript string is text, never markup.
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_environment.filters["tokens"] = lambda n: f"{n:,}"
+_environment.filters["short_tokens"] = tokens_label
+templates = Jinja2Templates(env=_environment)
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+Viewer = Annotated[str | None, Depends(ui_tenant)]
+
+
+def get_inspector(sessions: Sessions) -> InspectorService:
+    return InspectorService(sessions)
+
+
+Inspector = Annotated[InspectorService, Depends(get_inspector)]
+
+
+def _render(
+    request: Request, name: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    """A page with a per-response nonce: only its own inline style and script run."""
+    nonce = secrets.token_urlsafe(16)
+    response = templates.TemplateResponse(
+        request, name, {**context, "nonce": nonce}, status_code=status_code
+    )
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+        "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _to_login(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
+
+
+@router.get("", response_class=HTMLResponse)
+def sessions_page(
+    request: Request,
+    viewer: Viewer,
+    inspector: Inspector,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> Response:
+    """The viewer's sessions, newest first, a page at a time."""
+    if viewer is None:
+        return _to_login(request)
+    listing = inspector.list_sessions(viewer, page, SESSIONS_PER_PAGE)
+    return _render(
+        request,
+        "sessions.html",
+        {"listing": listing, "tenant": viewer, "logged_in": keys_configured(request)},
+    )
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+def session_page(
+    request: Request,
+    session_id: str,
+    viewer: Viewer,
+    inspector: Inspector,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> Response:
+    """One session: its token curve, compactions with summary diffs, and its transcript."""
+    if viewer is None:
+        return _to_login(request)
+    try:
+        inspection = inspector.inspect(viewer, session_id, page, ENTRIES_PER_PAGE)
+    except SessionNotFoundError:
+        return _render(
+            request,
+            "not_found.html",
+            {"session_id": session_id, "logged_in": keys_configured(request)},
+            status_code=404,
+        )
+    return _render(
+        request,
+        "session.html",
+        {
+            "inspection": inspection,
+            "chart": layout_chart(inspection.curve),
+            "entries_per_page": ENTRIES_PER_PAGE,
+            "tenant": viewer,
+            "logged_in": keys_configured(request),
+        },
+    )
+
+
+def _cross_site(request: Request) -> bool:
+    """A form posted from another site (login CSRF): the browser says so in its headers."""
+    if request.headers.get("sec-fetch-site") == "cross-site":
+        return True
+    origin = request.headers.get("origin")
+    # "null" is what a browser sends under Referrer-Policy: no-referrer, from this site too.
+    return origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str | None = None) -> Response:
+    """The form that takes an API key once and keeps it in a cookie for /ui."""
+    return _render(
+        request,
+        "login.html",
+        {"next": safe_next(next), "error": None, "keys": keys_configured(request)},
+    )
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    """Checks the key; a valid one sets the cookie and goes on to the page asked for."""
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+    key = (form.get("key") or [""])[0].strip()
+    target = safe_next((form.get("next") or [""])[0])
+    if not keys_configured(request):
+        return RedirectResponse(target, status_code=303)
+    if _cross_site(request):
+        return _render(
+            request,
+            "login.html",
+            {"next": target, "error": "Log in from this site's own form.", "keys": True},
+            status_code=403,
+        )
+    if not key or tenant_of_digest(request, key_digest(key)) is None:
+        return _render(
+            request,
+            "login.html",
+            {"next": target, "error": "That API key is not valid.", "keys": True},
+            status_code=401,
+        )
+    response = RedirectResponse(target, status_code=303)
+    set_login_cookie(request, response, key)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request) -> Response:
+    """Forgets the key this browser gave."""
+    response = RedirectResponse("/ui/login", status_code=303)
+    clear_login_cookie(request, response)
+    return response

@@ -1,0 +1,262 @@
+"""Composition root: settings → summarizer, outbound HTTP client, services, app state.
+
+The one place that chooses implementations. `build_state` constructs everything requests
+share; `running_state` gives it a lifetime (opens the outbound client, warms tokenizers,
+migrates, disposes). The app lifespan, the CLI and tests all go through these two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+
+import anyio
+import httpx
+
+from app import __version__
+from app.api.auth import parse_api_keys
+from app.api.metrics import Metrics
+from app.api.proxy_wiring import open_proxy
+from app.api.state import AppState
+from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
+from app.engine.counting.count_cache import TokenCountCache
+from app.engine.extractive.summarizer import ExtractiveSummarizer
+from app.engine.models import ModelRegistry
+from app.engine.ports import Summarizer
+from app.providers import (
+    PROVIDERS,
+    AnthropicSummarizer,
+    OpenAICompatibleSummarizer,
+    Provider,
+    ProviderSpec,
+    RetryPolicy,
+    Wire,
+)
+from app.providers.http import CONNECT_TIMEOUT_SECONDS
+from app.registry import load_registry
+from app.services.compaction import CompactionService
+from app.services.estimation import EstimationService
+from app.services.proxy.summary_cache import SummaryCache
+from app.services.sessions.service import SessionService
+from app.services.system_prompt import SystemPromptService
+from app.services.workspace import WorkspaceReader, parse_workspace_roots
+from app.settings import Settings
+from app.store.database import create_db_engine, session_factory
+from app.store.migrate import upgrade
+from app.tokenizers.bpe import TokenizerRegistry
+
+# The model half of a summarizer, by the wire its provider speaks.
+_MODELS: dict[Wire, type[OpenAICompatibleSummarizer | AnthropicSummarizer]] = {
+    Wire.CHAT_COMPLETIONS: OpenAICompatibleSummarizer,
+    Wire.ANTHROPIC_MESSAGES: AnthropicSummarizer,
+}
+
+
+class SummarizerConfigError(ValueError):
+    """The summarizer settings cannot work; the service refuses to start."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSummarizerConfig:
+    """A validated HTTP summarizer: the named provider, its endpoint and the model."""
+
+    spec: ProviderSpec
+    provider: Provider
+    model: str
+
+
+def needs_http_client(settings: Settings) -> bool:
+    """True when the configured summarizer calls a model over HTTP."""
+    return settings.summarizer != "extractive"
+
+
+def http_summarizer_config(settings: Settings) -> HttpSummarizerConfig:
+    """Checks the settings of an HTTP summarizer; raises SummarizerConfigError if unusable."""
+    name = settings.summarizer
+    if name == "extractive":
+        raise SummarizerConfigError("the extractive summarizer calls no provider")
+    spec = PROVIDERS[name]
+    model = (settings.summarizer_model or "").strip()
+    if not model:
+        raise SummarizerConfigError(
+            f"COMPACTOR_SUMMARIZER={name} needs a model: set COMPACTOR_SUMMARIZER_MODEL "
+            "(for example gpt-4o-mini or claude-sonnet-4-5), or use "
+            "COMPACTOR_SUMMARIZER=extractive"
+        )
+    base_url = (settings.summarizer_base_url or spec.default_base_url or "").strip().rstrip("/")
+    if not base_url:
+        example = "https://RESOURCE.openai.azure.com" if spec.deployments else "http://HOST/v1"
+        raise SummarizerConfigError(
+            f"COMPACTOR_SUMMARIZER={name} needs to know where the server is: set "
+            f"COMPACTOR_SUMMARIZER_BASE_URL (for example {example})"
+        )
+    url = httpx.URL(base_url)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise SummarizerConfigError(
+            f"COMPACTOR_SUMMARIZER_BASE_URL must be an http(s) URL, got {base_url!r}"
+        )
+    key = settings.summarizer_api_key.get_secret_value() if settings.summarizer_api_key else None
+    if not key and spec.needs_key(base_url):
+        raise SummarizerConfigError(
+            f"COMPACTOR_SUMMARIZER={name} with {url.host} needs an API key: set "
+            "COMPACTOR_SUMMARIZER_API_KEY"
+        )
+    provider = spec.configure(
+        base_url=base_url,
+        api_key=key,
+        deployment=(settings.summarizer_deployment or model).strip(),
+        api_version=settings.summarizer_api_version,
+    )
+    return HttpSummarizerConfig(spec, provider, model)
+
+
+def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
+    """Refuses settings that cannot work before anything starts (no I/O but local files);
+    `summarizer=False` skips the summarizer's, for an app given its summarizer."""
+    if summarizer and needs_http_client(settings):
+        http_summarizer_config(settings)
+    parse_api_keys(settings.api_key_spec())
+    load_registry(settings.models_file, settings.fallback_context_window)
+
+
+def outbound_client(settings: Settings) -> httpx.AsyncClient:
+    """The one client outbound model calls share; opened and closed by `running_state`."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(settings.summarizer_timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
+        follow_redirects=False,
+        headers={"user-agent": f"context-compactor/{__version__}"},
+    )
+
+
+def build_summarizer(
+    settings: Settings,
+    http_client: httpx.AsyncClient | None = None,
+    models: ModelRegistry | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> Summarizer:
+    """The configured summarizer; the extractive one needs no model and no network.
+
+    HTTP summarizers need an open `http_client`; their window, output limit and thinking
+    levels come from the model registry.
+    """
+    if not needs_http_client(settings):
+        return ExtractiveSummarizer()
+    config = http_summarizer_config(settings)
+    if http_client is None:
+        raise SummarizerConfigError(
+            f"the {config.provider.name} summarizer needs an open HTTP client "
+            "(the app lifespan or `running_state` opens it)"
+        )
+    registry = models or load_registry(settings.models_file, settings.fallback_context_window)
+    entry = registry.resolve(config.model)
+    if entry.context_window is None:
+        # An unregistered model (a local Ollama name, say) still has a window: assume the
+        # fallback one, so long histories are folded in chunks instead of overflowing it.
+        entry = replace(entry, context_window=registry.fallback_window)
+    return _MODELS[config.spec.wire](
+        http_client,
+        model=config.model,
+        entry=entry,
+        provider=config.provider,
+        timeout_seconds=settings.summarizer_timeout_seconds,
+        retry=RetryPolicy(max_retries=settings.summarizer_max_retries, on_retry=on_retry),
+    )
+
+
+def build_state(
+    settings: Settings,
+    *,
+    summarizer: Summarizer | None = None,
+    tokenizers: TokenizerRegistry | None = None,
+    metrics: Metrics | None = None,
+    outbound: httpx.AsyncClient | None = None,
+) -> AppState:
+    """Everything requests share, built from settings (no I/O beyond local files).
+
+    An HTTP summarizer needs `outbound` open; `running_state` opens it. A given
+    `summarizer` or `tokenizers` is used as is (tests share one warmed registry).
+    """
+    tokenizers = tokenizers or TokenizerRegistry()
+    observed = metrics or Metrics()
+    models = load_registry(settings.models_file, settings.fallback_context_window)
+    if summarizer is None:
+        retries = observed.summarizer_retries
+        name = settings.summarizer
+        summarizer = build_summarizer(
+            settings, outbound, models, on_retry=lambda reason: retries.labels(name, reason).inc()
+        )
+    estimation = EstimationService(
+        tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
+    )
+    marker = SummaryMarker(foreign_patterns=(*FOREIGN_SUMMARY_PATTERNS, *settings.summary_patterns))
+    compaction = CompactionService(
+        estimation,
+        summarizer,
+        default_thinking=settings.summarizer_thinking,
+        marker=marker,
+        observer=observed,
+    )
+    db = create_db_engine(settings.database_url)
+    store = session_factory(db)
+    return AppState(
+        settings=settings,
+        tokenizers=tokenizers,
+        models=models,
+        estimation=estimation,
+        compaction=compaction,
+        close_store=db.dispose,
+        sessions=SessionService(store, estimation, compaction, marker=marker),
+        system_prompts=SystemPromptService(
+            estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
+        ),
+        api_keys=parse_api_keys(settings.api_key_spec()),
+        metrics=observed,
+        summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
+        outbound=outbound,
+    )
+
+
+@asynccontextmanager
+async def running_state(
+    settings: Settings,
+    *,
+    summarizer: Summarizer | None = None,
+    tokenizers: TokenizerRegistry | None = None,
+    metrics: Metrics | None = None,
+) -> AsyncIterator[AppState]:
+    """The app state for the block: outbound client open, tokenizers warm, schema migrated
+    when `settings.migrate_on_start`, `ready` while the block runs."""
+    async with AsyncExitStack() as stack:
+        outbound = None
+        if summarizer is None and needs_http_client(settings):
+            outbound = await stack.enter_async_context(outbound_client(settings))
+        state = build_state(
+            settings,
+            summarizer=summarizer,
+            tokenizers=tokenizers,
+            metrics=metrics,
+            outbound=outbound,
+        )
+        stack.callback(state.close_store)
+        state.tokenizers.warm()
+        if settings.migrate_on_start:
+            await anyio.to_thread.run_sync(upgrade, settings.database_url)
+        await open_proxy(state, stack)
+        state.ready = True
+        try:
+            yield state
+        finally:
+            state.ready = False
+
+
+@asynccontextmanager
+async def running_summarizer(
+    settings: Settings, models: ModelRegistry | None = None
+) -> AsyncIterator[Summarizer]:
+    """The configured summarizer with its HTTP client open for the block (one-shot use)."""
+    if not needs_http_client(settings):
+        yield ExtractiveSummarizer()
+        return
+    async with outbound_client(settings) as client:
+        yield build_summarizer(settings, client, models)

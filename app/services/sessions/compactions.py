@@ -1,0 +1,228 @@
+"""A session's context, the before-turn `prepare`, and compactions.
+
+Database work runs in short synchronous transactions (in a worker thread when called
+from async code); the summarizer call happens between them, holding no transaction. A
+compaction records the base it was built on; if another one committed first, the unique
+(session, ordinal) constraint refuses the second and it answers 409. A failure anywhere
+writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import anyio
+from sqlalchemy.exc import IntegrityError
+
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
+from app.engine.ports import CallerGone
+from app.engine.thinking import ThinkingLevel
+from app.services.clearing import clearing_due
+from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.estimation import CountedHistory, EstimationService
+from app.services.history import CompactOptions
+from app.services.sessions.context import SessionContext, build_context
+from app.services.sessions.errors import CompactionConflictError
+from app.services.sessions.records import record_fields
+from app.services.sessions.stall import stall_of, waits_for_new_entries
+from app.services.sessions.transactions import SessionStore
+from app.services.sessions.views import (
+    CompactionRecord,
+    CompactionStall,
+    SessionView,
+    entries_of,
+)
+from app.store.models import CompactionRow
+from app.store.repositories import CompactionRepository, TranscriptRepository, new_id
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    context: SessionContext
+    counted: CountedHistory
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    compacted: bool
+    record: CompactionRecord | None
+    view: ContextView
+    reason: str | None = None
+    outcome: CompactionOutcome | None = None
+    # Automatic compaction could not bring the context under the threshold.
+    ineffective: bool = False
+    warning: str | None = None
+
+
+class SessionCompactor:
+    def __init__(
+        self,
+        store: SessionStore,
+        estimation: EstimationService,
+        compaction: CompactionService,
+        marker: SummaryMarker,
+    ) -> None:
+        self._store = store
+        self.estimation = estimation
+        self.compaction = compaction
+        self.marker = marker
+
+    def compactions(self, tenant: str, session_id: str) -> list[CompactionRecord]:
+        """Every compaction record of the session, oldest first."""
+        with self._store.transaction() as db:
+            self._store.require(db, tenant, session_id)
+            return [CompactionRecord.of(row) for row in CompactionRepository(db).all(session_id)]
+
+    def load_context(self, tenant: str, session_id: str) -> SessionContext:
+        with self._store.transaction() as db:
+            row = self._store.require(db, tenant, session_id)
+            latest = CompactionRepository(db).latest(session_id)
+            transcript = TranscriptRepository(db)
+            prefix = transcript.page(session_id, 0, row.system_prefix_count)
+            kept = transcript.from_seq(
+                session_id, latest.first_kept_seq if latest is not None else 0
+            )
+            return build_context(
+                SessionView.of(row),
+                CompactionRecord.of(latest) if latest is not None else None,
+                entries_of(prefix),
+                entries_of(kept),
+                self.marker,
+            )
+
+    def context(self, tenant: str, session_id: str) -> ContextView:
+        """The context to send now, with its estimate."""
+        context = self.load_context(tenant, session_id)
+        return ContextView(context, self.estimation.count(context.history()))
+
+    async def prepare(
+        self, tenant: str, session_id: str, caller_gone: CallerGone = lambda: False
+    ) -> CompactResult:
+        """The before-turn hook: estimate; compact when over the threshold; the context.
+
+        When compaction cannot bring the context under the threshold, the answer says so
+        and automatic compaction pauses until new entries arrive (no call on every turn).
+        """
+        view = await _in_thread(self.context, tenant, session_id)
+        session = view.context.session
+        settings = session.settings
+        clearing = clearing_due(view.counted, settings.effective_strategy, settings.effective_clear)
+        if not view.counted.should_compact and not clearing:
+            return CompactResult(compacted=False, record=None, view=view, reason="under threshold")
+        entry_count = session.entry_count
+        if waits_for_new_entries(session.compaction_stall, entry_count):
+            warning = stall_of(view.context, view.counted, entry_count).warning
+            return CompactResult(
+                compacted=False,
+                record=None,
+                view=view,
+                reason="automatic compaction paused until new messages arrive",
+                ineffective=True,
+                warning=warning,
+            )
+        try:
+            result = await self._compact(view.context, "auto", None, None, caller_gone, force=False)
+        except IneffectiveCompactionError as exc:
+            result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
+        if result.view.counted.should_compact:
+            stall = stall_of(result.view.context, result.view.counted, entry_count)
+            await _in_thread(self._set_stall, session, stall)
+            return replace(result, ineffective=True, warning=stall.warning)
+        if session.compaction_stall is not None:
+            await _in_thread(self._set_stall, session, None)
+        return result
+
+    def _set_stall(self, session: SessionView, stall: CompactionStall | None) -> None:
+        with self._store.transaction() as db:
+            row = self._store.require(db, session.tenant, session.id)
+            row.compaction_stall = stall.to_json() if stall is not None else None
+
+    async def compact(
+        self,
+        tenant: str,
+        session_id: str,
+        trigger: str,
+        instructions: str | None,
+        thinking: ThinkingLevel | None,
+        caller_gone: CallerGone = lambda: False,
+        strategy: str | None = None,
+    ) -> CompactResult:
+        """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
+        context = await _in_thread(self.load_context, tenant, session_id)
+        result = await self._compact(
+            context, trigger, instructions, thinking, caller_gone, force=True, strategy=strategy
+        )
+        if not result.compacted:
+            raise NothingToCompactError(result.reason or "nothing to compact")
+        return result
+
+    async def _compact(
+        self,
+        context: SessionContext,
+        trigger: str,
+        instructions: str | None,
+        thinking: ThinkingLevel | None,
+        caller_gone: CallerGone,
+        *,
+        force: bool,
+        strategy: str | None = None,
+    ) -> CompactResult:
+        session = context.session
+        settings = session.settings
+        options = CompactOptions(
+            force=force,
+            trigger=trigger,
+            instructions=instructions,
+            thinking=thinking or settings.thinking,
+            strategy=strategy or settings.effective_strategy,
+            clear=settings.effective_clear,
+            pinned=settings.pinned,
+        )
+        outcome = await self.compaction.compact(context.history(), options, caller_gone)
+        if not outcome.compacted:
+            view = ContextView(context, outcome.counted)
+            return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
+        record = await _in_thread(self._record, context, outcome, trigger, instructions)
+        view = await _in_thread(self.context, session.tenant, session.id)
+        return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
+
+    def _record(
+        self,
+        context: SessionContext,
+        outcome: CompactionOutcome,
+        trigger: str,
+        instructions: str | None,
+    ) -> CompactionRecord:
+        latest = context.latest
+        row = CompactionRow(
+            id=new_id(),
+            session_id=context.session.id,
+            ordinal=(latest.ordinal + 1) if latest is not None else 1,
+            covered_seq=max(s for s in context.seqs if s is not None) + 1,
+            tokens_before=outcome.tokens_before,
+            tokens_after=outcome.tokens_after or 0,
+            trigger=trigger,
+            instructions=instructions,
+            previous_id=latest.id if latest is not None else None,
+            **record_fields(context, outcome),
+        )
+        try:
+            with self._store.transaction() as db:
+                current = self._store.require(db, context.session.tenant, context.session.id)
+                CompactionRepository(db).add(row)
+                current.compaction_count = row.ordinal
+                return CompactionRecord.of(row)
+        except IntegrityError as exc:
+            raise CompactionConflictError(
+                "another compaction of this session finished first from the same history; "
+                "fetch the context again and retry if still needed"
+            ) from exc
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
+    return await anyio.to_thread.run_sync(fn, *args)

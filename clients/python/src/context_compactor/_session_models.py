@@ -1,0 +1,259 @@
+"""Typed answers of the session calls (sessions, transcript, context, compaction records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from context_compactor import _fields as f
+from context_compactor._models import (
+    ClearedToolUse,
+    Estimate,
+    Message,
+    RestoredFact,
+    SummarizerInfo,
+    SystemPromptText,
+    cleared_tool_uses,
+    restored_facts,
+)
+from context_compactor._types import (
+    APPLIED_STEPS,
+    FORMATS,
+    STRATEGIES,
+    THINKING_LEVELS,
+    TRIGGERS,
+    AppliedStep,
+    Format,
+    Strategy,
+    ThinkingLevel,
+    Trigger,
+)
+
+
+@dataclass(frozen=True)
+class ClearSettings:
+    """A session's tool-result clearing settings."""
+
+    keep: int
+    clear_at_least: int
+    trigger: int | None
+    exclude_tools: list[str]
+    clear_tool_inputs: bool
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> ClearSettings:
+        return cls(
+            keep=f.integer_or(raw, "keep", 3),
+            clear_at_least=f.integer_or(raw, "clear_at_least", 0),
+            trigger=f.opt_integer(raw, "trigger"),
+            exclude_tools=f.texts(raw, "exclude_tools"),
+            clear_tool_inputs=f.flag_or(raw, "clear_tool_inputs", False),
+        )
+
+
+@dataclass(frozen=True)
+class Session:
+    """A stored session: its settings and how much it holds."""
+
+    id: str
+    model: str | None
+    format: Format | None
+    system: SystemPromptText
+    tools: list[dict[str, Any]]
+    context_window: int | None
+    reserve_tokens: int | None
+    trigger_tokens: int | None
+    keep_recent_tokens: int | None
+    thinking: ThinkingLevel | None
+    strategy: Strategy
+    clear: ClearSettings | None
+    pinned: list[str]
+    metadata: dict[str, Any]
+    message_count: int
+    compaction_count: int
+    created_at: datetime
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Session:
+        clear = f.opt_obj(raw, "clear")
+        return cls(
+            id=f.text(raw, "id"),
+            model=f.opt_text(raw, "model"),
+            format=f.opt_one_of(raw, "format", FORMATS),
+            system=f.system(raw),
+            tools=f.objects(raw, "tools"),
+            context_window=f.opt_integer(raw, "context_window"),
+            reserve_tokens=f.opt_integer(raw, "reserve_tokens"),
+            trigger_tokens=f.opt_integer(raw, "trigger_tokens"),
+            keep_recent_tokens=f.opt_integer(raw, "keep_recent_tokens"),
+            thinking=f.opt_one_of(raw, "thinking", THINKING_LEVELS),
+            strategy=f.one_of_or(raw, "strategy", STRATEGIES, "summarize"),
+            clear=None if clear is None else ClearSettings.parse(clear),
+            pinned=f.texts(raw, "pinned"),
+            metadata=f.obj(raw, "metadata"),
+            message_count=f.integer(raw, "message_count"),
+            compaction_count=f.integer(raw, "compaction_count"),
+            created_at=f.timestamp(raw, "created_at"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """GET /sessions: one page of the caller's sessions, newest first."""
+
+    sessions: list[Session]
+    total: int
+    offset: int
+    limit: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> SessionPage:
+        return cls(
+            sessions=[Session.parse(s) for s in f.objects(raw, "sessions")],
+            total=f.integer(raw, "total"),
+            offset=f.integer(raw, "offset"),
+            limit=f.integer(raw, "limit"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """POST /sessions/{id}/messages: how many were appended, at which sequence numbers."""
+
+    appended: int
+    first_seq: int | None
+    last_seq: int | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> AppendResult:
+        return cls(
+            appended=f.integer(raw, "appended"),
+            first_seq=f.opt_integer(raw, "first_seq"),
+            last_seq=f.opt_integer(raw, "last_seq"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """GET /sessions/{id}/transcript: original messages exactly as received, in order."""
+
+    messages: list[Message]
+    total: int
+    offset: int
+    limit: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Transcript:
+        return cls(
+            messages=f.objects(raw, "messages"),
+            total=f.integer(raw, "total"),
+            offset=f.integer(raw, "offset"),
+            limit=f.integer(raw, "limit"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What to send to the model now: system, tools, messages (summary first), estimate."""
+
+    format: Format
+    system: SystemPromptText
+    tools: list[dict[str, Any]]
+    messages: list[Message]
+    estimate: Estimate
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Context:
+        return cls(
+            format=f.wire_format(raw),
+            system=f.system(raw),
+            tools=f.objects(raw, "tools"),
+            messages=f.objects(raw, "messages"),
+            estimate=Estimate.parse(f.obj(raw, "estimate")),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class CompactionRecord:
+    """One stored compaction of a session."""
+
+    id: str
+    created_at: datetime
+    trigger: Trigger
+    summary: str
+    first_kept_seq: int
+    tokens_before: int
+    tokens_after: int
+    summarizer: SummarizerInfo
+    instructions: str | None
+    previous_id: str | None
+    strategy: Strategy
+    applied: list[AppliedStep]
+    cleared_tool_uses: list[ClearedToolUse]
+    restored_facts: list[RestoredFact]
+    current_request: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> CompactionRecord:
+        return cls(
+            id=f.text(raw, "id"),
+            created_at=f.timestamp(raw, "created_at"),
+            trigger=f.one_of(raw, "trigger", TRIGGERS),
+            summary=f.text(raw, "summary"),
+            first_kept_seq=f.integer(raw, "first_kept_seq"),
+            tokens_before=f.integer(raw, "tokens_before"),
+            tokens_after=f.integer(raw, "tokens_after"),
+            summarizer=SummarizerInfo.parse(f.obj(raw, "summarizer")),
+            instructions=f.opt_text(raw, "instructions"),
+            previous_id=f.opt_text(raw, "previous_id"),
+            strategy=f.one_of_or(raw, "strategy", STRATEGIES, "summarize"),
+            applied=f.all_of(raw, "applied", APPLIED_STEPS),
+            cleared_tool_uses=cleared_tool_uses(raw),
+            restored_facts=restored_facts(raw),
+            current_request=f.opt_text(raw, "current_request"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """POST /sessions/{id}/prepare and /compact: whether it compacted, and the context."""
+
+    compacted: bool
+    reason: str | None
+    compaction: CompactionRecord | None
+    context: Context
+    compaction_ineffective: bool
+    """The kept tail alone is over the threshold: compacting again would not help."""
+    warning: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> PrepareResult:
+        compaction = f.opt_obj(raw, "compaction")
+        return cls(
+            compacted=f.flag(raw, "compacted"),
+            reason=f.opt_text(raw, "reason"),
+            compaction=None if compaction is None else CompactionRecord.parse(compaction),
+            context=Context.parse(f.obj(raw, "context")),
+            compaction_ineffective=f.flag_or(raw, "compaction_ineffective", False),
+            warning=f.opt_text(raw, "warning"),
+            raw=raw,
+        )
+
+
+def parse_compactions(raw: dict[str, Any]) -> list[CompactionRecord]:
+    """GET /sessions/{id}/compactions, oldest first."""
+    return [CompactionRecord.parse(c) for c in f.objects(raw, "compactions")]

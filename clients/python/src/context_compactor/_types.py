@@ -1,0 +1,33 @@
+"""The API's closed vocabularies, as Literal types (checked against the OpenAPI enums)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Format = Literal["openai", "anthropic", "responses"]
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
+TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
+CompactReason = Literal["manual", "overflow"]
+Strategy = Literal["summarize", "clear_tool_results", "auto"]
+AppliedStep = Literal["clear_tool_results", "summarize"]
+Trigger = Literal["auto", "manual", "overflow"]
+FactKind = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
+SourceKind = Literal[
+    "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
+]
+
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "responses")
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high")
+STRATEGIES: tuple[Strategy, ...] = ("summarize", "clear_tool_results", "auto")
+APPLIED_STEPS: tuple[AppliedStep, ...] = ("clear_tool_results", "summarize")
+TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow")
+FACT_KINDS: tuple[FactKind, ...] = ("constraint", "pinned", "file_read", "file_modified", "error")
+SOURCE_KINDS: tuple[SourceKind, ...] = (
+    "base",
+    "system_md",
+    "append_system_md",
+    "rules",
+    "extension",
+    "skills",
+    "subagents",
+)

@@ -1,0 +1,227 @@
+import { errorFromResponse, errorFromTransport, unexpectedResponse } from "./errors.js";
+import type {
+  AppendIn,
+  AppendOut,
+  CompactIn,
+  CompactionListOut,
+  CompactOut,
+  ContextOut,
+  EstimateIn,
+  EstimateOut,
+  HealthOut,
+  Operation,
+  PrepareOut,
+  ReadyOut,
+  SessionCompactIn,
+  SessionIn,
+  SessionListOut,
+  SessionOut,
+  SystemPromptIn,
+  SystemPromptOut,
+  TranscriptOut,
+} from "./types.js";
+
+export interface ClientOptions {
+  /** Sent as `Authorization: Bearer …` when the service has `COMPACTOR_API_KEYS`. */
+  apiKey?: string;
+  /** Per request, in milliseconds (default 180 000: a model summarizer may take 120 s). */
+  timeoutMs?: number;
+  /** The fetch to send with (a proxy agent, a test double); default: the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface Page {
+  offset?: number;
+  limit?: number;
+}
+
+export interface AppendOptions {
+  /** The same key with the same batch appends nothing and answers the same. */
+  idempotencyKey?: string;
+}
+
+type Query = Record<string, number | undefined>;
+
+interface Call {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  body?: unknown;
+  query?: Query;
+  headers?: Record<string, string>;
+  answer: "json" | "text" | "none";
+}
+
+const DEFAULT_TIMEOUT_MS = 180_000;
+
+/**
+ * The client method of each REST operation. Typed by the generated `Operation` union: a
+ * new operation in openapi/openapi.json fails the build until it is listed here.
+ */
+export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
+  "GET /healthz": "healthz",
+  "GET /readyz": "readyz",
+  "GET /metrics": "metrics",
+  "POST /estimate": "estimate",
+  "POST /compact": "compact",
+  "POST /context/system": "assembleSystemPrompt",
+  "POST /sessions": "createSession",
+  "GET /sessions": "listSessions",
+  "GET /sessions/{session_id}": "getSession",
+  "DELETE /sessions/{session_id}": "deleteSession",
+  "POST /sessions/{session_id}/messages": "appendMessages",
+  "GET /sessions/{session_id}/transcript": "transcript",
+  "GET /sessions/{session_id}/context": "context",
+  "POST /sessions/{session_id}/prepare": "prepare",
+  "POST /sessions/{session_id}/compact": "compactSession",
+  "GET /sessions/{session_id}/compactions": "compactions",
+};
+
+function sessionPath(sessionId: string, suffix = ""): string {
+  if (!sessionId) throw new TypeError("sessionId must not be empty");
+  return `/sessions/${encodeURIComponent(sessionId)}${suffix}`;
+}
+
+/** Client of a context-compactor service; every failure is a `CompactorAPIError`. */
+export class CompactorClient {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(baseUrl: string, options: ClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  async #send<T>(call: Call): Promise<T> {
+    let url = this.baseUrl + call.path;
+    const query = Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined);
+    if (query.length > 0) {
+      url += `?${new URLSearchParams(query.map(([k, v]) => [k, String(v)])).toString()}`;
+    }
+    const headers: Record<string, string> = {
+      accept: "application/json, application/problem+json",
+      ...call.headers,
+    };
+    if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    if (call.body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: call.method,
+        headers,
+        body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (error) {
+      throw errorFromTransport(error, call.method, url);
+    }
+    if (!response.ok) throw await errorFromResponse(response, call.method, url);
+    if (call.answer === "none") return undefined as T;
+    if (call.answer === "text") return (await response.text()) as T;
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch {
+      throw unexpectedResponse(response, "the answer is not JSON", call.method, url);
+    }
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw unexpectedResponse(response, "the answer is not a JSON object", call.method, url);
+    }
+    return body as T;
+  }
+
+  /** GET /healthz: the process is up. */
+  healthz(): Promise<HealthOut> {
+    return this.#send({ method: "GET", path: "/healthz", answer: "json" });
+  }
+
+  /** GET /readyz: tokenizers and database ready (a 503 rejects). */
+  readyz(): Promise<ReadyOut> {
+    return this.#send({ method: "GET", path: "/readyz", answer: "json" });
+  }
+
+  /** GET /metrics: Prometheus text. */
+  metrics(): Promise<string> {
+    return this.#send({ method: "GET", path: "/metrics", answer: "text" });
+  }
+
+  /** POST /estimate: count a history's tokens and say whether to compact. */
+  estimate(body: EstimateIn): Promise<EstimateOut> {
+    return this.#send({ method: "POST", path: "/estimate", body, answer: "json" });
+  }
+
+  /** POST /compact: fold the older part of a history into one summary message. */
+  compact(body: CompactIn): Promise<CompactOut> {
+    return this.#send({ method: "POST", path: "/compact", body, answer: "json" });
+  }
+
+  /** POST /context/system: assemble the system prompt for an agent working in `cwd`. */
+  assembleSystemPrompt(body: SystemPromptIn): Promise<SystemPromptOut> {
+    return this.#send({ method: "POST", path: "/context/system", body, answer: "json" });
+  }
+
+  /** POST /sessions: a new session with its model, format, system, tools, settings. */
+  createSession(body: SessionIn = {}): Promise<SessionOut> {
+    return this.#send({ method: "POST", path: "/sessions", body, answer: "json" });
+  }
+
+  /** GET /sessions: the caller's sessions, newest first. */
+  listSessions(page: Page = {}): Promise<SessionListOut> {
+    return this.#send({ method: "GET", path: "/sessions", query: { ...page }, answer: "json" });
+  }
+
+  /** GET /sessions/{id}. */
+  getSession(sessionId: string): Promise<SessionOut> {
+    return this.#send({ method: "GET", path: sessionPath(sessionId), answer: "json" });
+  }
+
+  /** DELETE /sessions/{id}, with its transcript and compactions. */
+  deleteSession(sessionId: string): Promise<void> {
+    return this.#send({ method: "DELETE", path: sessionPath(sessionId), answer: "none" });
+  }
+
+  /** POST /sessions/{id}/messages; a repeated `idempotencyKey` appends nothing. */
+  appendMessages(
+    sessionId: string,
+    body: AppendIn,
+    options: AppendOptions = {},
+  ): Promise<AppendOut> {
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey;
+    const path = sessionPath(sessionId, "/messages");
+    return this.#send({ method: "POST", path, body, headers, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/transcript: the original messages, as received. */
+  transcript(sessionId: string, page: Page = {}): Promise<TranscriptOut> {
+    const path = sessionPath(sessionId, "/transcript");
+    return this.#send({ method: "GET", path, query: { ...page }, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/context: what to send now, with its estimate. */
+  context(sessionId: string): Promise<ContextOut> {
+    const path = sessionPath(sessionId, "/context");
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** POST /sessions/{id}/prepare: the before-turn hook (compacts when over the threshold). */
+  prepare(sessionId: string): Promise<PrepareOut> {
+    const path = sessionPath(sessionId, "/prepare");
+    return this.#send({ method: "POST", path, answer: "json" });
+  }
+
+  /** POST /sessions/{id}/compact: compact now; 409 when there is nothing to compact. */
+  compactSession(sessionId: string, body: SessionCompactIn = {}): Promise<PrepareOut> {
+    const path = sessionPath(sessionId, "/compact");
+    return this.#send({ method: "POST", path, body, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/compactions: every compaction record, oldest first. */
+  compactions(sessionId: string): Promise<CompactionListOut> {
+    const path = sessionPath(sessionId, "/compactions");
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+}
