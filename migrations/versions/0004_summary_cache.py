@@ -21,9 +21,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "summary_cache",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("tenant", sa.String(length=100), nullable=False),
         sa.Column("scope_key", sa.String(length=64), nullable=False),
         sa.Column("prefix_len", sa.BigInteger(), nullable=False),
