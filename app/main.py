@@ -15,13 +15,14 @@ from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
-from app.api.routes import health, history, metrics, sessions, system_prompt
+from app.api.routes import health, history, metrics, native, sessions, system_prompt
 from app.api.state import AppState
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.services import build_native_services
 from app.services.sessions.service import SessionService
 from app.services.summarizers import (
     build_summarizer,
@@ -60,6 +61,7 @@ def build_state(settings: Settings, summarizer: Summarizer | None = None) -> App
         sessions=SessionService(session_factory(db), estimation, compaction),
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
+        native=build_native_services(estimation, compaction, settings.state_key_bytes()),
     )
 
 
@@ -106,6 +108,7 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     app.include_router(metrics.router, dependencies=authenticated)
+    app.include_router(native.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=state.metrics)

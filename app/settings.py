@@ -41,6 +41,18 @@ class Settings(BaseSettings):
     token_cache_entries: int = Field(default=200_000, ge=1)
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
+    # Vendor-native context management (SPEC §11): `emulate` applies the edits and
+    # compaction here in front of any upstream; `forward` gives the upstream the request
+    # unchanged (for upstreams that implement them).
+    native_edits: Literal["emulate", "forward"] = "emulate"
+    # HMAC key that signs the compaction state handed to callers. Unset, a random key is
+    # made per process: compaction blocks/items then stop working after a restart and on
+    # other replicas. Set it (the same value on every replica) in production.
+    state_key: SecretStr | None = None
+
+    def state_key_bytes(self) -> bytes | None:
+        """The state-signing key, or None for a per-process random one."""
+        return self.state_key.get_secret_value().encode() if self.state_key else None
 
     def api_key_spec(self) -> str:
         """The configured `tenant:key` list from the variable and/or the file."""

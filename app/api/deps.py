@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.services import NativeServices
 from app.services.sessions.service import SessionService
 
 
@@ -29,7 +30,12 @@ def get_sessions(request: Request) -> SessionService:
     return get_state(request).sessions
 
 
+def get_native(request: Request) -> NativeServices:
+    return get_state(request).native
+
+
 State = Annotated[AppState, Depends(get_state)]
 Estimation = Annotated[EstimationService, Depends(get_estimation)]
 Compaction = Annotated[CompactionService, Depends(get_compaction)]
 Sessions = Annotated[SessionService, Depends(get_sessions)]
+Native = Annotated[NativeServices, Depends(get_native)]

@@ -13,8 +13,10 @@ from starlette.responses import Response
 
 from app.engine.errors import (
     CallerGoneError,
+    CompactionStateError,
     CompactorError,
     IneffectiveCompactionError,
+    InvalidContextManagementError,
     InvalidHistoryError,
     NothingToCompactError,
     SummarizerError,
@@ -72,6 +74,13 @@ def problem_response(
 # Domain error → (status, title, slug). Order matters: subclasses before their bases.
 _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (InvalidHistoryError, 422, "Invalid history", "invalid-history"),
+    (
+        InvalidContextManagementError,
+        400,
+        "Invalid context management",
+        "invalid-context-management",
+    ),
+    (CompactionStateError, 400, "Compaction state refused", "compaction-state-refused"),
     (InvalidSystemPromptError, 422, "Invalid system prompt request", "invalid-system-prompt"),
     (WorkspaceAccessError, 403, "Outside the workspace", "workspace-access-denied"),
     (NothingToCompactError, 409, "Nothing to compact", "nothing-to-compact"),

@@ -10,6 +10,7 @@ from app.api.metrics import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.services import NativeServices
 from app.services.sessions.service import SessionService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
@@ -25,6 +26,7 @@ class AppState:
     db: Engine
     sessions: SessionService
     metrics: Metrics
+    native: NativeServices
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     ready: bool = False

@@ -1,0 +1,126 @@
+"""The vendors' counting and standalone-compaction routes, answered by the service itself
+(SPEC §11): no upstream is called."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Depends, Request
+from pydantic import BaseModel, ConfigDict
+
+from app.api.auth import DEFAULT_TENANT
+from app.api.deps import Native
+from app.api.disconnect import run_until_disconnect
+from app.api.problems import ApiError, Problem
+from app.api.routing import OrjsonRoute
+
+router = APIRouter(tags=["native"], route_class=OrjsonRoute)
+
+SESSION_HEADER = "x-compactor-session"
+KEY_HEADER = "x-compactor-key"
+AnyBody = Annotated[dict[str, Any], Body()]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Problem, "description": "Unknown edit, refused state or server-side history"},
+    401: {"model": Problem, "description": "Missing or wrong X-Compactor-Key"},
+    422: {"model": Problem, "description": "The history is invalid"},
+}
+
+
+def proxy_tenant(request: Request) -> str:
+    """The caller's tenant on a /v1 route: its service key is in X-Compactor-Key (the
+    Authorization header belongs to the upstream)."""
+    keys: dict[str, str] = request.app.state.compactor.api_keys
+    if not keys:
+        return DEFAULT_TENANT
+    presented = request.headers.get(KEY_HEADER, "").strip()
+    if not presented:
+        raise ApiError(401, "Unauthorized", f"send {KEY_HEADER}: <api key>", "unauthorized")
+    tenant = None
+    for key, owner in keys.items():
+        if hmac.compare_digest(key.encode(), presented.encode()):
+            tenant = owner
+    if tenant is None:
+        raise ApiError(401, "Unauthorized", "the API key is not valid", "unauthorized")
+    return tenant
+
+
+ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+
+
+def session_bound(request: Request) -> bool:
+    return bool(request.headers.get(SESSION_HEADER, "").strip())
+
+
+class CountTokensContextManagement(BaseModel):
+    original_input_tokens: int
+
+
+class MessageTokensCount(BaseModel):
+    """Anthropic's BetaMessageTokensCount."""
+
+    input_tokens: int
+    context_management: CountTokensContextManagement | None = None
+
+
+class InputTokenCount(BaseModel):
+    """OpenAI's InputTokenCountResponse."""
+
+    object: Literal["response.input_tokens"] = "response.input_tokens"
+    input_tokens: int
+
+
+class CompactedResponse(BaseModel):
+    """OpenAI's CompactedResponse."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    object: Literal["response.compaction"] = "response.compaction"
+    created_at: int
+    output: list[dict[str, Any]]
+    usage: dict[str, Any]
+
+
+@router.post(
+    "/v1/messages/count_tokens",
+    response_model=MessageTokensCount,
+    response_model_exclude_none=True,
+    responses=_ERRORS,
+)
+async def count_message_tokens(
+    body: AnyBody, native: Native, tenant: ProxyTenant
+) -> MessageTokensCount:
+    """Count an Anthropic Messages request's input tokens locally, its edits applied."""
+    edited = await native.anthropic.apply(body, tenant, compact=False)
+    cm = (
+        CountTokensContextManagement(original_input_tokens=edited.original_input_tokens)
+        if edited.has_edits
+        else None
+    )
+    return MessageTokensCount(input_tokens=edited.input_tokens, context_management=cm)
+
+
+@router.post("/v1/responses/input_tokens", response_model=InputTokenCount, responses=_ERRORS)
+def count_response_input_tokens(
+    body: AnyBody, request: Request, native: Native, tenant: ProxyTenant
+) -> InputTokenCount:
+    """Count an OpenAI Responses request's input tokens locally."""
+    counted = native.responses.input_tokens(body, tenant, session_bound=session_bound(request))
+    return InputTokenCount(input_tokens=counted["input_tokens"])
+
+
+@router.post("/v1/responses/compact", response_model=CompactedResponse, responses=_ERRORS)
+async def compact_response(
+    body: AnyBody, request: Request, native: Native, tenant: ProxyTenant
+) -> CompactedResponse:
+    """Compact an OpenAI Responses window: its user messages, then one compaction item."""
+    bound = session_bound(request)
+    result = await run_until_disconnect(
+        request,
+        lambda caller_gone: native.responses.compact(
+            body, tenant, caller_gone, session_bound=bound
+        ),
+    )
+    return CompactedResponse(**result)
