@@ -63,7 +63,7 @@ def report_in_reply(reply: Any, report: NativeReport) -> Any:
     if report.block is not None:
         content = reply.get("content")
         out["content"] = [report.block, *(content if isinstance(content, list) else [])]
-        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        usage = _object(reply.get("usage"))
         out["usage"] = {
             **usage,
             "iterations": [
@@ -96,6 +96,10 @@ def paused_reply(model: Any, report: NativeReport) -> dict[str, Any]:
         },
         "context_management": report.context_management,
     }
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
@@ -176,9 +180,7 @@ class StreamReportWriter:
             return [frame + b"\n\n"]
         kind = data["type"]
         if kind == "message_start":
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
-            usage = message.get("usage")
-            self._start_usage = usage if isinstance(usage, dict) else {}
+            self._start_usage = _object(_object(data.get("message")).get("usage"))
             events = [frame + b"\n\n"]
             if self.report.block is not None:
                 events.extend(compaction_block_events(self.report.block))
@@ -194,7 +196,7 @@ class StreamReportWriter:
         if self.report.context_management is not None:
             out["context_management"] = self.report.context_management
         if self.report.block is not None:
-            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            usage = _object(data.get("usage"))
             start = {**self._start_usage, **{k: v for k, v in usage.items() if v is not None}}
             out["usage"] = {
                 **usage,

@@ -72,7 +72,11 @@ class ResponsesStreamItemWriter:
                 "sequence_number": number + 1,
             }
             done = {**added, "type": "response.output_item.done", "sequence_number": number + 2}
-            return [frame + b"\n\n", _sse(added["type"], added), _sse(done["type"], done)]
+            return [
+                frame + b"\n\n",
+                _sse("response.output_item.added", added),
+                _sse("response.output_item.done", done),
+            ]
         out = dict(data)
         if isinstance(data.get("sequence_number"), int):
             out["sequence_number"] = data["sequence_number"] + 2
