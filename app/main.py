@@ -14,8 +14,9 @@ from app.api.limits import BodySizeLimit
 from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
+from app.api.proxy_wiring import open_proxy
 from app.api.request_log import RequestObservation
-from app.api.routes import health, history, metrics, native, sessions, system_prompt
+from app.api.routes import health, history, metrics, native, proxy, sessions, system_prompt
 from app.api.state import AppState
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.ports import Summarizer
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
                     state.models,
                     on_retry=lambda reason: retries.labels(provider, reason).inc(),
                 )
+            await open_proxy(state, stack)
             state.ready = True
             yield
             state.ready = False
@@ -109,6 +111,8 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(system_prompt.router, dependencies=authenticated)
     app.include_router(metrics.router, dependencies=authenticated)
     app.include_router(native.router)
+    # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
+    app.include_router(proxy.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=state.metrics)

@@ -54,6 +54,19 @@ class Settings(BaseSettings):
         """The state-signing key, or None for a per-process random one."""
         return self.state_key.get_secret_value().encode() if self.state_key else None
 
+    # Proxy mode (SPEC §10): where /v1/* requests go. Configuration only; no request
+    # chooses. OpenAI's includes the version path (https://api.openai.com/v1), Anthropic's
+    # does not (https://api.anthropic.com), as each SDK's base_url.
+    upstream_openai_url: str | None = None
+    upstream_anthropic_url: str | None = None
+    # transparent: compact over the threshold before forwarding; native: only what the
+    # request asks for (vendor-native context management); off: a plain pass-through.
+    proxy_mode: Literal["transparent", "native", "off"] = "transparent"
+    upstream_timeout_seconds: float = Field(default=600.0, gt=0)
+    upstream_connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Summaries of resent history prefixes kept per tenant (oldest evicted first).
+    proxy_summary_cache_entries: int = Field(default=1000, ge=1)
+
     def api_key_spec(self) -> str:
         """The configured `tenant:key` list from the variable and/or the file."""
         parts = [self.api_keys.get_secret_value()] if self.api_keys else []
@@ -66,6 +79,17 @@ class Settings(BaseSettings):
         if self.auto_migrate is not None:
             return self.auto_migrate
         return self.database_url.startswith("sqlite")
+
+    @field_validator("upstream_openai_url", "upstream_anthropic_url")
+    @classmethod
+    def _upstream_is_http(cls, value: str | None) -> str | None:
+        """An upstream is an absolute http(s) URL; a trailing slash is dropped."""
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"upstream URL {value!r} must start with http:// or https://")
+        return value
 
     @field_validator("workspace_roots")
     @classmethod

@@ -28,6 +28,9 @@ def parse_api_keys(spec: str) -> dict[str, str]:
     return keys
 
 
+PROXY_KEY_HEADER = "x-compactor-key"
+
+
 def current_tenant(request: Request) -> str:
     """The caller's tenant: from its Bearer key when keys are configured."""
     keys: dict[str, str] = request.app.state.compactor.api_keys
@@ -37,6 +40,27 @@ def current_tenant(request: Request) -> str:
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented:
         raise ApiError(401, "Unauthorized", "send Authorization: Bearer <api key>", "unauthorized")
+    return _tenant_of(keys, presented)
+
+
+def proxy_tenant(request: Request) -> str:
+    """The tenant of a proxied request: its service key travels in `X-Compactor-Key`,
+    because `Authorization` carries the caller's credentials for the upstream."""
+    keys: dict[str, str] = request.app.state.compactor.api_keys
+    if not keys:
+        return DEFAULT_TENANT
+    presented = request.headers.get(PROXY_KEY_HEADER, "")
+    if not presented.strip():
+        raise ApiError(
+            401,
+            "Unauthorized",
+            "send the service's API key in X-Compactor-Key (Authorization goes to the upstream)",
+            "unauthorized",
+        )
+    return _tenant_of(keys, presented)
+
+
+def _tenant_of(keys: dict[str, str], presented: str) -> str:
     tenant = None
     # Compare against every key so the time taken does not depend on which one matched.
     for key, owner in keys.items():

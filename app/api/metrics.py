@@ -64,6 +64,45 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.proxy_requests = Counter(
+            "compactor_proxy_requests",
+            "Proxied requests by API, upstream status and whether the answer was streamed.",
+            ["api", "status", "streamed"],
+            registry=self.registry,
+        )
+        self.proxy_compactions = Counter(
+            "compactor_proxy_compactions",
+            "Compactions the proxy applied before forwarding, by API and trigger.",
+            ["api", "trigger"],
+            registry=self.registry,
+        )
+        self.proxy_summary_cache = Counter(
+            "compactor_proxy_summary_cache",
+            "Summary cache lookups of histories over the threshold, by API and result.",
+            ["api", "result"],
+            registry=self.registry,
+        )
+        self.proxy_overflow_retries = Counter(
+            "compactor_proxy_overflow_retries",
+            "Upstream context overflows, by API and outcome (retried, nothing_to_compact).",
+            ["api", "outcome"],
+            registry=self.registry,
+        )
+
+    # The ProxyObserver protocol of app.services.proxy.call:
+
+    def proxied(self, api: str, status: int, streamed: bool) -> None:
+        self.proxy_requests.labels(api, str(status), "true" if streamed else "false").inc()
+
+    def proxy_compacted(self, api: str, trigger: str) -> None:
+        self.proxy_compactions.labels(api, trigger).inc()
+
+    def summary_cache_lookup(self, api: str, hit: bool) -> None:
+        self.proxy_summary_cache.labels(api, "hit" if hit else "miss").inc()
+
+    def overflow_retry(self, api: str, outcome: str) -> None:
+        self.proxy_overflow_retries.labels(api, outcome).inc()
+
     # The CompactionObserver protocol of app.services.compaction:
 
     def compaction_finished(

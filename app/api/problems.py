@@ -25,6 +25,8 @@ from app.engine.errors import (
     SummarizerUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
+from app.providers.upstream import UpstreamTimeoutError, UpstreamUnavailableError
+from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
@@ -121,6 +123,9 @@ _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (SummarizerUnavailableError, 503, "Summarizer unavailable", "summarizer-unavailable"),
     (SummarizerRejectedError, 502, "Summarizer rejected the request", "summarizer-rejected"),
     (SummarizerError, 502, "Summarizer failed", "summarizer-failed"),
+    (UpstreamNotConfiguredError, 503, "Upstream not configured", "upstream-not-configured"),
+    (UpstreamTimeoutError, 504, "Upstream timed out", "upstream-timeout"),
+    (UpstreamUnavailableError, 502, "Upstream unavailable", "upstream-unavailable"),
     (CallerGoneError, 499, "Client closed request", "client-closed"),
 ]
 

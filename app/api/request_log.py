@@ -40,7 +40,9 @@ class RequestObservation:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers", []))
-                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                # A proxied answer keeps the upstream's own id (the one its vendor knows).
+                if not any(name.lower() == REQUEST_ID_HEADER.encode() for name, _ in headers):
+                    headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

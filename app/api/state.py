@@ -11,6 +11,7 @@ from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.native.services import NativeServices
+from app.services.proxy.service import ProxyService
 from app.services.sessions.service import SessionService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
@@ -30,3 +31,5 @@ class AppState:
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     ready: bool = False
+    # Proxy mode (SPEC §10): built in the lifespan around the shared upstream client.
+    proxy: ProxyService | None = None

@@ -131,4 +131,25 @@ class IdempotencyKeyRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class SummaryCacheRow(Base):
+    """A summary the proxy wrote for an exact history prefix, reused when a stateless
+    caller resends that prefix (SPEC §10). Bounded per tenant; oldest rows go first."""
+
+    __tablename__ = "summary_cache"
+    __table_args__ = (UniqueConstraint("tenant", "scope_key", "prefix_hash"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    # Hash of what else shapes the summary: format, system prompt, tools, summarizer.
+    scope_key: Mapped[str] = mapped_column(String(64))
+    # Messages summarized (after the inline system prompt) and the chained hash of them.
+    prefix_len: Mapped[int] = mapped_column(BigInteger)
+    prefix_hash: Mapped[str] = mapped_column(String(64))
+    prefix_tokens: Mapped[int] = mapped_column(BigInteger)
+    # The summary message in the request's wire format, ready to put in place of the prefix.
+    summary_message: Mapped[Any] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+Index("ix_summary_cache_tenant_scope", SummaryCacheRow.tenant, SummaryCacheRow.scope_key)
 Index("ix_sessions_tenant_created", SessionRow.tenant, SessionRow.created_at)

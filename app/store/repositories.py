@@ -9,7 +9,13 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.store.models import CompactionRow, IdempotencyKeyRow, SessionRow, TranscriptEntryRow
+from app.store.models import (
+    CompactionRow,
+    IdempotencyKeyRow,
+    SessionRow,
+    SummaryCacheRow,
+    TranscriptEntryRow,
+)
 
 
 def new_id() -> str:
@@ -144,4 +150,39 @@ class IdempotencyRepository:
 
     def add(self, row: IdempotencyKeyRow) -> None:
         self.db.add(row)
+        self.db.flush()
+
+
+class SummaryCacheRepository:
+    def __init__(self, db: Session) -> None:
+        self.db = db
+
+    def candidates(self, tenant: str, scope_key: str) -> list[tuple[int, int, str]]:
+        """(id, prefix_len, prefix_hash) of the tenant's entries in this scope, longest
+        prefix first."""
+        rows = self.db.execute(
+            select(SummaryCacheRow.id, SummaryCacheRow.prefix_len, SummaryCacheRow.prefix_hash)
+            .where(SummaryCacheRow.tenant == tenant, SummaryCacheRow.scope_key == scope_key)
+            .order_by(SummaryCacheRow.prefix_len.desc())
+        ).all()
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+    def get(self, entry_id: int) -> SummaryCacheRow | None:
+        return self.db.get(SummaryCacheRow, entry_id)
+
+    def add(self, row: SummaryCacheRow, keep_per_tenant: int) -> None:
+        """Adds `row`, then evicts the tenant's oldest entries beyond `keep_per_tenant`."""
+        self.db.add(row)
+        self.db.flush()
+        newest = (
+            select(SummaryCacheRow.id)
+            .where(SummaryCacheRow.tenant == row.tenant)
+            .order_by(SummaryCacheRow.id.desc())
+            .limit(keep_per_tenant)
+        )
+        self.db.execute(
+            delete(SummaryCacheRow).where(
+                SummaryCacheRow.tenant == row.tenant, SummaryCacheRow.id.not_in(newest)
+            )
+        )
         self.db.flush()

@@ -1,5 +1,5 @@
-"""The app under a real uvicorn server on 127.0.0.1, for tests that drive it with the
-vendors' official SDKs."""
+"""The app under a real uvicorn server on 127.0.0.1 in a thread (streaming and client
+disconnects need a real server: TestClient buffers and never hangs up)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from fastapi import FastAPI
 
-from app.engine.ports import Summarizer
 from app.main import create_app
 from app.settings import Settings
 
 
 @contextmanager
-def live_server(settings: Settings, summarizer: Summarizer | None = None) -> Iterator[str]:
-    """Runs the app in a thread; yields its base URL."""
+def serving(app: FastAPI) -> Iterator[str]:
+    """Runs `app`; yields its base URL."""
     server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, summarizer), host="127.0.0.1", port=0, log_level="warning"
-        )
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -35,3 +33,9 @@ def live_server(settings: Settings, summarizer: Summarizer | None = None) -> Ite
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def live_service(settings: Settings) -> Iterator[str]:
+    with serving(create_app(settings)) as url:
+        yield url

@@ -16,7 +16,7 @@ import pytest
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE, load_json
 from tests.integration.fake_providers import OpenAIFake
-from tests.integration.live_server import live_server
+from tests.integration.live_server import live_service
 
 AGENT = CLAUDE_CODE / "4d5611e5.agent-a2898e3.anthropic.json"
 RESPONSES = CLAUDE_CODE / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.responses.json"
@@ -36,7 +36,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             summarizer_model="gpt-4o-mini",
             summarizer_api_key="sk-summarizer",
         )
-        with live_server(settings) as url:
+        with live_service(settings) as url:
             yield url
 
 

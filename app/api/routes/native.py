@@ -3,22 +3,20 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
 
-from app.api.auth import DEFAULT_TENANT
+from app.api.auth import proxy_tenant
 from app.api.deps import Native
 from app.api.disconnect import run_until_disconnect
-from app.api.problems import ApiError, Problem
+from app.api.problems import Problem
 from app.api.routing import OrjsonRoute
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)
 
 SESSION_HEADER = "x-compactor-session"
-KEY_HEADER = "x-compactor-key"
 AnyBody = Annotated[dict[str, Any], Body()]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -26,24 +24,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or wrong X-Compactor-Key"},
     422: {"model": Problem, "description": "The history is invalid"},
 }
-
-
-def proxy_tenant(request: Request) -> str:
-    """The caller's tenant on a /v1 route: its service key is in X-Compactor-Key (the
-    Authorization header belongs to the upstream)."""
-    keys: dict[str, str] = request.app.state.compactor.api_keys
-    if not keys:
-        return DEFAULT_TENANT
-    presented = request.headers.get(KEY_HEADER, "").strip()
-    if not presented:
-        raise ApiError(401, "Unauthorized", f"send {KEY_HEADER}: <api key>", "unauthorized")
-    tenant = None
-    for key, owner in keys.items():
-        if hmac.compare_digest(key.encode(), presented.encode()):
-            tenant = owner
-    if tenant is None:
-        raise ApiError(401, "Unauthorized", "the API key is not valid", "unauthorized")
-    return tenant
 
 
 ProxyTenant = Annotated[str, Depends(proxy_tenant)]

@@ -1,0 +1,208 @@
+"""Proxy mode (SPEC §10): the OpenAI and Anthropic APIs, forwarded to the configured
+upstreams with context management on the way. Point an SDK's base_url here."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import orjson
+from fastapi import APIRouter, Depends, Header, Request
+from starlette.responses import Response
+
+from app.api.auth import PROXY_KEY_HEADER, proxy_tenant
+from app.api.deps import State
+from app.api.disconnect import run_until_disconnect
+from app.api.problems import ApiError, Problem
+from app.api.relay import RelayedStream, whole_answer
+from app.engine.ports import CallerGone
+from app.providers.upstream import request_headers
+from app.services.proxy.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
+from app.services.proxy.call import ProxyAnswer, ProxyCall, ProxyMode
+from app.services.proxy.service import ProxyService
+
+MODE_HEADER = "x-compactor-mode"
+SESSION_HEADER = "x-compactor-session"
+# The service's own headers never reach the upstream.
+_OWN_HEADERS = (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER)
+
+router = APIRouter(tags=["proxy"])
+ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+ModeHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Compactor-Mode",
+        description="transparent, native or off for this request (default: COMPACTOR_PROXY_MODE).",
+    ),
+]
+SessionHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Compactor-Session",
+        description="A stored session this request belongs to: its context is forwarded.",
+        max_length=200,
+    ),
+]
+_ANSWERS: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The upstream's answer, as it sent it (JSON, or server-sent events "
+        "with stream: true); errors from the upstream pass through with their own status.",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    },
+    400: {"model": Problem, "description": "An invalid X-Compactor-Mode."},
+    401: {"model": Problem},
+    404: {"model": Problem, "description": "X-Compactor-Session names no session."},
+    502: {"model": Problem, "description": "The upstream is unreachable."},
+    503: {"model": Problem, "description": "No upstream is configured for this API."},
+    504: {"model": Problem, "description": "The upstream did not answer in time."},
+}
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+
+
+def _proxy_service(state: State) -> ProxyService:
+    if state.proxy is None:
+        raise ApiError(503, "Proxy unavailable", "the proxy is not running", "proxy-unavailable")
+    return state.proxy
+
+
+Proxy = Annotated[ProxyService, Depends(_proxy_service)]
+
+
+def _mode(presented: str | None, default: str) -> ProxyMode:
+    value = (presented or default).strip().lower()
+    try:
+        return ProxyMode(value)
+    except ValueError:
+        raise ApiError(
+            400,
+            "Invalid proxy mode",
+            f"X-Compactor-Mode: unknown mode {value!r}; use transparent, native or off",
+            "invalid-proxy-mode",
+        ) from None
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _answer(answer: ProxyAnswer) -> Response:
+    headers = [*answer.headers, *answer.report.headers()]
+    if answer.stream is not None:
+        return RelayedStream(answer.stream, answer.status, headers)
+    return whole_answer(answer.status, headers, answer.body)
+
+
+async def _forward(
+    request: Request,
+    api: ProxyApi,
+    proxy: ProxyService,
+    state: State,
+    tenant: str,
+    mode: str | None,
+    session: str | None,
+) -> Response:
+    raw = await request.body()
+    call = ProxyCall(
+        api=api,
+        tenant=tenant,
+        raw=raw,
+        body=_json_object(raw),
+        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        mode=_mode(mode, state.settings.proxy_mode),
+        session_id=session.strip() if session and session.strip() else None,
+        query=request.url.query,
+    )
+
+    async def work(caller_gone: CallerGone) -> ProxyAnswer:
+        return await proxy.forward(replace(call, caller_gone=caller_gone))
+
+    return _answer(await run_until_disconnect(request, work))
+
+
+@router.post("/v1/chat/completions", responses=_ANSWERS, openapi_extra=_BODY)
+async def chat_completions(
+    request: Request,
+    proxy: Proxy,
+    state: State,
+    tenant: ProxyTenant,
+    mode: ModeHeader = None,
+    session: SessionHeader = None,
+) -> Response:
+    """OpenAI Chat Completions, forwarded; the history compacted when over the threshold."""
+    return await _forward(request, CHAT_COMPLETIONS, proxy, state, tenant, mode, session)
+
+
+@router.post("/v1/messages", responses=_ANSWERS, openapi_extra=_BODY)
+async def messages(
+    request: Request,
+    proxy: Proxy,
+    state: State,
+    tenant: ProxyTenant,
+    mode: ModeHeader = None,
+    session: SessionHeader = None,
+) -> Response:
+    """Anthropic Messages, forwarded; `messages` compacted when over the threshold."""
+    return await _forward(request, MESSAGES, proxy, state, tenant, mode, session)
+
+
+@router.post("/v1/responses", responses=_ANSWERS, openapi_extra=_BODY)
+async def responses(
+    request: Request,
+    proxy: Proxy,
+    state: State,
+    tenant: ProxyTenant,
+    mode: ModeHeader = None,
+    session: SessionHeader = None,
+) -> Response:
+    """OpenAI Responses, forwarded; `input` items compacted when over the threshold."""
+    return await _forward(request, RESPONSES, proxy, state, tenant, mode, session)
+
+
+def _models_api(request: Request) -> tuple[ProxyApi, str]:
+    # Anthropic's SDK always sends anthropic-version; OpenAI's never does.
+    if "anthropic-version" in request.headers:
+        return MESSAGES, "/v1/models"
+    return CHAT_COMPLETIONS, "/models"
+
+
+async def _forward_models(
+    request: Request, proxy: ProxyService, tenant: str, suffix: str
+) -> Response:
+    api, path = _models_api(request)
+    call = ProxyCall(
+        api=api,
+        tenant=tenant,
+        raw=b"",
+        body=None,
+        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        mode=ProxyMode.OFF,
+        query=request.url.query,
+    )
+    return _answer(await proxy.forward_plain(call, path + suffix, "GET"))
+
+
+_MODEL_ANSWERS = {k: v for k, v in _ANSWERS.items() if k != 400}
+
+
+@router.get("/v1/models", responses=_MODEL_ANSWERS)
+async def list_models(request: Request, proxy: Proxy, tenant: ProxyTenant) -> Response:
+    """The upstream's model list (Anthropic's when the request carries anthropic-version)."""
+    return await _forward_models(request, proxy, tenant, "")
+
+
+@router.get("/v1/models/{model_id}", responses=_MODEL_ANSWERS)
+async def get_model(request: Request, proxy: Proxy, tenant: ProxyTenant, model_id: str) -> Response:
+    """One model, from the upstream."""
+    if model_id in (".", ".."):
+        raise ApiError(404, "Not found", "no such model", "not-found")
+    return await _forward_models(request, proxy, tenant, "/" + quote(model_id, safe=""))

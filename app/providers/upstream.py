@@ -1,0 +1,151 @@
+"""Forwarding proxied requests to the configured model API (SPEC §10), over one shared
+httpx client. Answers are opened as streams: a caller reads them whole or chunk by chunk
+as they arrive, and closing one closes the upstream connection (which cancels the
+model's work)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+
+from app.engine.errors import CompactorError
+
+# Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones
+# httpx recomputes for the body it sends or decodes.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+# Answers are relayed decoded (httpx undoes gzip/br), so their encoding header goes too.
+_NOT_RELAYED = _HOP_BY_HOP | {"content-encoding"}
+
+
+class UpstreamError(CompactorError):
+    """The upstream model API could not be reached or did not answer in time."""
+
+
+class UpstreamUnavailableError(UpstreamError):
+    """Connecting to the upstream failed, or it closed the connection mid-answer."""
+
+
+class UpstreamTimeoutError(UpstreamError):
+    """The upstream did not answer within the configured timeout."""
+
+
+def request_headers(
+    headers: Iterable[tuple[str, str]], dropped: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The caller's headers to send on: credentials and vendor headers unchanged, minus
+    hop-by-hop ones and the names in `dropped` (the service's own)."""
+    skip = {name.lower() for name in dropped}
+    return [
+        (name, value)
+        for name, value in headers
+        if name.lower() not in _HOP_BY_HOP and name.lower() not in skip
+    ]
+
+
+def answer_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """The upstream's answer headers to relay, in order, duplicates kept."""
+    return [(k, v) for k, v in headers.multi_items() if k.lower() not in _NOT_RELAYED]
+
+
+@dataclass
+class UpstreamAnswer:
+    """An upstream answer whose body is still to be read."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    content_type: str
+    _response: httpx.Response
+
+    @property
+    def is_event_stream(self) -> bool:
+        return self.content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+    async def read(self) -> bytes:
+        """The whole (decoded) body; closes the connection."""
+        try:
+            return await self._response.aread()
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+        finally:
+            await self._response.aclose()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The (decoded) body as the upstream sends it; closes the connection at the end
+        or when the reader stops early."""
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+        finally:
+            await self._response.aclose()
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+
+class UpstreamClient:
+    """Sends requests to configured upstream URLs (never to one a request names)."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def open(
+        self,
+        method: str,
+        url: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes | None,
+        query: str = "",
+    ) -> UpstreamAnswer:
+        """Sends the request and returns once the answer's status and headers arrived."""
+        request = self._client.build_request(
+            method, url + (f"?{query}" if query else ""), headers=list(headers), content=body
+        )
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeoutError(f"the upstream at {url} did not answer: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailableError(f"the upstream at {url} is unreachable: {exc}") from exc
+        return UpstreamAnswer(
+            status=response.status_code,
+            headers=answer_headers(response.headers),
+            content_type=response.headers.get("content-type", ""),
+            _response=response,
+        )
+
+
+@asynccontextmanager
+async def upstream_http_client(
+    timeout_seconds: float, connect_timeout_seconds: float
+) -> AsyncIterator[UpstreamClient]:
+    """The one client proxied requests share for the app's lifetime."""
+    timeout = httpx.Timeout(
+        timeout_seconds, connect=connect_timeout_seconds, pool=connect_timeout_seconds
+    )
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    # No environment proxies or netrc: where traffic goes is the service's configuration.
+    async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+        yield UpstreamClient(client)

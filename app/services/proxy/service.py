@@ -1,0 +1,176 @@
+"""The proxy use case (SPEC §10): transform the request, forward it, recover from a
+context overflow once, and hand the upstream's answer back as it came.
+
+The seam for features that rewrite requests and answers (vendor-native context
+management, SPEC §11) is `transform_request` (the body before it is forwarded) and
+`transform_answer` (the answer before it goes back); everything else here is transport.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+
+from app.engine.errors import CompactorError
+from app.providers.upstream import UpstreamAnswer, UpstreamClient
+from app.services.proxy.apis import Upstream
+from app.services.proxy.call import (
+    NullProxyObserver,
+    ProxyAnswer,
+    ProxyCall,
+    ProxyMode,
+    ProxyObserver,
+    ProxyReport,
+)
+from app.services.proxy.overflow import is_context_overflow
+from app.services.proxy.replies import ReplyCapture, reply_from_body
+from app.services.proxy.session_binding import SessionBinding
+from app.services.proxy.transparent import TransparentCompactor
+
+log = logging.getLogger("compactor.proxy")
+
+
+class UpstreamNotConfiguredError(CompactorError):
+    """The route's upstream has no configured URL."""
+
+
+class ProxyService:
+    """Forwards proxied requests to the configured upstreams."""
+
+    def __init__(
+        self,
+        upstream: UpstreamClient,
+        upstream_urls: Mapping[Upstream, str | None],
+        compactor: TransparentCompactor,
+        sessions: SessionBinding,
+        observer: ProxyObserver | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.upstream_urls = dict(upstream_urls)
+        self.compactor = compactor
+        self.sessions = sessions
+        self.observer: ProxyObserver = observer or NullProxyObserver()
+
+    def base_url(self, upstream: Upstream) -> str:
+        url = self.upstream_urls.get(upstream)
+        if not url:
+            variable = f"COMPACTOR_UPSTREAM_{upstream.value.upper()}_URL"
+            raise UpstreamNotConfiguredError(
+                f"no {upstream.value} upstream is configured; set {variable} to the API's "
+                "base URL to use the proxy routes"
+            )
+        return url
+
+    async def forward(self, call: ProxyCall) -> ProxyAnswer:
+        """The upstream's answer to `call`, after compaction when it applies."""
+        url = self.base_url(call.api.upstream) + call.api.path
+        report = ProxyReport(session_id=call.session_id)
+        body = await self.transform_request(call, report)
+        answer = await self._send(call, url, body)
+        if answer.status >= 400 and not answer.is_event_stream:
+            content = await answer.read()
+            retry_body = await self._overflow_retry_body(call, answer.status, content, report)
+            if retry_body is None:
+                return self._finished(call, answer, report, content)
+            self.observer.overflow_retry(call.api.name, "retried")
+            answer = await self._send(call, url, retry_body)
+        return await self.transform_answer(call, report, answer)
+
+    async def forward_plain(self, call: ProxyCall, url_path: str, method: str) -> ProxyAnswer:
+        """A request forwarded untouched (e.g. GET /v1/models)."""
+        url = self.base_url(call.api.upstream) + url_path
+        answer = await self.upstream.open(method, url, call.headers, call.raw or None, call.query)
+        report = ProxyReport()
+        if answer.is_event_stream:
+            return self._streamed(call, answer, report, None)
+        return self._finished(call, answer, report, await answer.read())
+
+    # -- the seam ----------------------------------------------------------------------
+
+    async def transform_request(
+        self, call: ProxyCall, report: ProxyReport
+    ) -> dict[str, Any] | None:
+        """The body to forward; None forwards the received bytes unchanged."""
+        if call.body is None or call.mode is ProxyMode.OFF:
+            return None
+        if call.session_id is not None:
+            return await self.sessions.bind(call, call.body, report)
+        if call.mode is ProxyMode.TRANSPARENT:
+            return await self.compactor.apply(call, call.body, report)
+        return None
+
+    async def transform_answer(
+        self, call: ProxyCall, report: ProxyReport, answer: UpstreamAnswer
+    ) -> ProxyAnswer:
+        """The answer to give back: relayed as it arrives when it is an event stream."""
+        bound = call.session_id is not None and call.mode is not ProxyMode.OFF
+        if answer.is_event_stream:
+            capture = ReplyCapture(call.api) if bound and answer.status < 400 else None
+            return self._streamed(call, answer, report, capture)
+        content = await answer.read()
+        if bound and answer.status < 400:
+            reply = reply_from_body(call.api, content)
+            if reply is not None:
+                await self.sessions.record_reply(call, reply)
+        return self._finished(call, answer, report, content)
+
+    # -- transport ---------------------------------------------------------------------
+
+    async def _send(self, call: ProxyCall, url: str, body: dict[str, Any] | None) -> UpstreamAnswer:
+        content = call.raw if body is None else orjson.dumps(body)
+        return await self.upstream.open("POST", url, call.headers, content, call.query)
+
+    async def _overflow_retry_body(
+        self, call: ProxyCall, status: int, content: bytes, report: ProxyReport
+    ) -> dict[str, Any] | None:
+        """The body to retry with after an overflow answer, or None to give up."""
+        if call.body is None or call.mode is ProxyMode.OFF or report.overflow_retried:
+            return None
+        if not is_context_overflow(status, content):
+            return None
+        report.overflow_retried = True
+        try:
+            if call.session_id is not None:
+                body = await self.sessions.recover_overflow(call, call.body, report)
+            else:
+                body = await self.compactor.apply(call, call.body, report, trigger="overflow")
+        except CompactorError as exc:
+            log.info("overflow compaction failed", extra={"error": type(exc).__name__})
+            body = None
+        if body is None:
+            self.observer.overflow_retry(call.api.name, "nothing_to_compact")
+        return body
+
+    def _finished(
+        self, call: ProxyCall, answer: UpstreamAnswer, report: ProxyReport, content: bytes
+    ) -> ProxyAnswer:
+        self.observer.proxied(call.api.name, answer.status, streamed=False)
+        return ProxyAnswer(answer.status, answer.headers, report, body=content)
+
+    def _streamed(
+        self,
+        call: ProxyCall,
+        answer: UpstreamAnswer,
+        report: ProxyReport,
+        capture: ReplyCapture | None,
+    ) -> ProxyAnswer:
+        self.observer.proxied(call.api.name, answer.status, streamed=True)
+        return ProxyAnswer(
+            answer.status, answer.headers, report, stream=self._relay(call, answer, capture)
+        )
+
+    async def _relay(
+        self, call: ProxyCall, answer: UpstreamAnswer, capture: ReplyCapture | None
+    ) -> AsyncIterator[bytes]:
+        """Each chunk as it arrives; the reply is recorded once the stream ended whole."""
+        async for chunk in answer.chunks():
+            if capture is not None:
+                capture.feed(chunk)
+            yield chunk
+        if capture is not None:
+            reply = capture.reply()
+            if reply is not None:
+                await self.sessions.record_reply(call, reply)

@@ -1,0 +1,90 @@
+"""`X-Compactor-Session` (SPEC §10): a proxied request bound to a stored session appends
+its new messages, forwards the session's context, and the upstream's reply is appended.
+
+This is the one module of the proxy that talks to the session store, and it uses only
+SessionService's public use cases (append, context, prepare, compact).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from app.engine.errors import InvalidHistoryError
+from app.engine.messages import Role
+from app.formats.registry import FORMATS
+from app.services.proxy.call import ProxyCall, ProxyReport
+from app.services.proxy.replies import UpstreamReply
+from app.services.sessions.service import CompactResult, SessionService
+
+
+def new_messages(format_name: str, history: list[Any]) -> list[Any]:
+    """What a caller added since the model last spoke: the messages after the last one
+    the assistant wrote (the proxy recorded that reply itself from the upstream)."""
+    wire = FORMATS.get(format_name)
+    for index in range(len(history) - 1, -1, -1):
+        try:
+            role = wire.parse_message(history[index], f"messages[{index}]").role
+        except InvalidHistoryError:
+            continue
+        if role is Role.ASSISTANT:
+            return history[index + 1 :]
+    return history
+
+
+class SessionBinding:
+    """Proxied requests bound to stored sessions."""
+
+    def __init__(self, sessions: SessionService) -> None:
+        self.sessions = sessions
+
+    async def bind(
+        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    ) -> dict[str, Any] | None:
+        """Appends the request's new messages; the body with the session's context."""
+        assert call.session_id is not None
+        history = call.api.history(body) or []
+        if isinstance(body.get(call.api.history_field), str):
+            # Responses `input` as plain text is one user message.
+            history = [{"role": "user", "content": body[call.api.history_field]}]
+        view = await anyio.to_thread.run_sync(self.sessions.context, call.tenant, call.session_id)
+        fresh = new_messages(call.api.format, history) if view.context.messages else history
+        if fresh:
+            await anyio.to_thread.run_sync(
+                self.sessions.append, call.tenant, call.session_id, fresh, {}
+            )
+        result = await self.sessions.prepare(call.tenant, call.session_id, call.caller_gone)
+        return self._forwarded(call, body, result, report)
+
+    async def recover_overflow(
+        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    ) -> dict[str, Any] | None:
+        """Compacts the session (trigger overflow); the body with its new context."""
+        assert call.session_id is not None
+        result = await self.sessions.compact(
+            call.tenant, call.session_id, "overflow", None, None, call.caller_gone
+        )
+        return self._forwarded(call, body, result, report)
+
+    async def record_reply(self, call: ProxyCall, reply: UpstreamReply) -> None:
+        """Appends the upstream's reply, its usage on the last message."""
+        assert call.session_id is not None
+        usage = {len(reply.messages) - 1: reply.usage} if reply.usage else {}
+        await anyio.to_thread.run_sync(
+            self.sessions.append, call.tenant, call.session_id, reply.messages, usage
+        )
+
+    @staticmethod
+    def _forwarded(
+        call: ProxyCall, body: dict[str, Any], result: CompactResult, report: ProxyReport
+    ) -> dict[str, Any]:
+        context = result.view.context
+        tokens = result.view.counted.estimate.tokens
+        report.tokens_after = tokens
+        if result.compacted and result.record is not None:
+            report.tokens_before = result.record.tokens_before
+        else:
+            report.tokens_before = tokens
+        report.compacted = result.compacted or context.latest is not None
+        return call.api.with_history(body, list(context.messages))

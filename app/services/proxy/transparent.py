@@ -1,0 +1,157 @@
+"""Transparent compaction of a proxied request (SPEC §10): estimate with the registry
+window of the request's model; over the threshold, compact with the configured
+summarizer; reuse the summary of a prefix the caller already had summarized.
+
+What is forwarded after a compaction is `[inline system…] + [summary] + kept tail`; the
+next turn of a stateless caller resends the same prefix, finds its summary in the cache
+and forwards the same compacted history plus its new messages — no summarizer call, and
+a stable prefix for the upstream's own prompt cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import anyio
+
+from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
+from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
+from app.services.compaction import CompactionService
+from app.services.estimation import EstimationService
+from app.services.history import CompactOptions, HistoryInput
+from app.services.proxy.call import ProxyCall, ProxyObserver, ProxyReport
+from app.services.proxy.summary_cache import (
+    CachedSummary,
+    PrefixHashes,
+    SummaryCache,
+    ignoring_store_errors,
+    scope_key,
+)
+
+log = logging.getLogger("compactor.proxy")
+# The kept tail is at most this fraction of the threshold (1/4): small windows get a
+# tail that fits, large ones the default keep_recent_tokens.
+KEEP_RECENT_SHARE = 4
+
+
+class TransparentCompactor:
+    """Compacts proxied histories over their threshold, through the summary cache."""
+
+    def __init__(
+        self,
+        estimation: EstimationService,
+        compaction: CompactionService,
+        cache: SummaryCache,
+        observer: ProxyObserver,
+    ) -> None:
+        self.estimation = estimation
+        self.compaction = compaction
+        self.cache = cache
+        self.observer = observer
+
+    async def apply(
+        self,
+        call: ProxyCall,
+        body: dict[str, Any],
+        report: ProxyReport,
+        *,
+        trigger: str = "auto",
+    ) -> dict[str, Any] | None:
+        """The body to forward (None: forward the original bytes). `trigger` overflow
+        compacts whatever the estimate says."""
+        api = call.api
+        history = api.history(body)
+        if history is None:
+            return None
+        system = api.system(body)
+        tools = body.get("tools")
+        tools = tools if isinstance(tools, list) else []
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        overflow = trigger == "overflow"
+        wanted = HistoryInput(
+            messages=history,
+            format=api.format,
+            system=system,
+            tools=tools,
+            model=model,
+            reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
+        )
+        try:
+            counted = self.estimation.count(wanted)
+        except InvalidHistoryError as exc:
+            # The upstream is the judge of what it accepts; the proxy only steps aside.
+            report.note = f"history not compactable: {exc.where or 'body'}"
+            return None
+        report.tokens_before = report.tokens_after = counted.estimate.tokens
+        if not overflow and not counted.should_compact:
+            return None
+        inline = counted.inline_system_count
+        # The kept tail must leave room under the threshold, or the next turn compacts again.
+        # After an overflow the upstream's window is smaller than the registry's: keep a
+        # share of what was sent instead.
+        basis = counted.estimate.tokens if overflow else counted.threshold
+        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
+        wanted = replace(wanted, keep_recent_tokens=keep)
+        info = self.compaction.summarizer.info
+        scope = scope_key(api.format, system, history[:inline], tools, info.provider, info.model)
+        prefixes = PrefixHashes(history[inline:])
+        hit = await self._lookup(call, scope, prefixes)
+        forwarded = None
+        if hit is not None:
+            working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
+            wanted = replace(wanted, messages=working)
+            counted = self.estimation.count(wanted)
+            forwarded = api.with_history(body, working)
+            report.compacted = report.cache_hit = True
+            report.tokens_after = counted.estimate.tokens
+            if not overflow and not counted.should_compact:
+                return forwarded
+        options = CompactOptions(force=overflow, trigger=trigger)
+        try:
+            outcome = await self.compaction.compact(wanted, options, call.caller_gone)
+        except (SummarizerError, IneffectiveCompactionError) as exc:
+            # Fail open: the upstream may still take the history; a summary is an aid.
+            report.note = f"compaction failed: {type(exc).__name__}"
+            log.warning("proxy compaction failed open", extra={"error": type(exc).__name__})
+            return forwarded
+        if not outcome.compacted or outcome.plan is None or outcome.messages is None:
+            report.note = outcome.reason
+            return forwarded
+        offset = 1 if hit is not None else 0
+        cut = outcome.plan.cut_index
+        summarized = CachedSummary(
+            prefix_len=(hit.prefix_len if hit else 0) + cut - inline - offset,
+            prefix_tokens=(hit.prefix_tokens if hit else 0)
+            + sum(counted.per_message[inline + offset : cut]),
+            summary_message=outcome.messages[inline],
+        )
+        await anyio.to_thread.run_sync(self._store, call.tenant, scope, prefixes, summarized)
+        self.observer.proxy_compacted(api.name, trigger)
+        report.compacted = True
+        report.tokens_after = outcome.tokens_after
+        return api.with_history(body, outcome.messages)
+
+    async def _lookup(
+        self, call: ProxyCall, scope: str, prefixes: PrefixHashes
+    ) -> CachedSummary | None:
+        hit = await anyio.to_thread.run_sync(
+            lambda: ignoring_store_errors(
+                lambda: self.cache.longest(call.tenant, scope, prefixes), self._store_failed
+            )
+        )
+        self.observer.summary_cache_lookup(call.api.name, hit is not None)
+        return hit
+
+    def _store(
+        self, tenant: str, scope: str, prefixes: PrefixHashes, summary: CachedSummary
+    ) -> None:
+        def store() -> None:
+            self.cache.store(tenant, scope, prefixes, summary)
+
+        ignoring_store_errors(store, self._store_failed)
+
+    @staticmethod
+    def _store_failed(kind: str) -> None:
+        log.warning("summary cache unavailable", extra={"error": kind})
