@@ -75,6 +75,12 @@ def context_too_long_anthropic() -> Answer:
     )
 
 
+def prompt_size(body: Any) -> int:
+    """A plausible input token count for a usage report (a quarter of the JSON's length):
+    sessions anchor their estimates on the usage the upstream reports."""
+    return len(json.dumps(body)) // 4 if isinstance(body, dict) else 1
+
+
 def text_of(body: Any) -> str:
     """The reply text the fake writes: names how many history items it was sent."""
     history = body.get("messages", body.get("input", [])) if isinstance(body, dict) else []
@@ -85,7 +91,7 @@ def text_of(body: Any) -> str:
 # -- whole answers ---------------------------------------------------------------------
 
 
-def chat_completion(text: str) -> dict[str, Any]:
+def chat_completion(text: str, prompt_tokens: int = 100) -> dict[str, Any]:
     return {
         "id": "chatcmpl-up",
         "object": "chat.completion",
@@ -99,11 +105,15 @@ def chat_completion(text: str) -> dict[str, Any]:
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 7,
+            "total_tokens": prompt_tokens + 7,
+        },
     }
 
 
-def anthropic_message(text: str) -> dict[str, Any]:
+def anthropic_message(text: str, input_tokens: int = 100) -> dict[str, Any]:
     return {
         "id": "msg_up",
         "type": "message",
@@ -112,11 +122,13 @@ def anthropic_message(text: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": 100, "output_tokens": 7},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 7},
     }
 
 
-def response_object(text: str, status: str = "completed") -> dict[str, Any]:
+def response_object(
+    text: str, status: str = "completed", input_tokens: int = 100
+) -> dict[str, Any]:
     return {
         "id": "resp_up",
         "object": "response",
@@ -142,9 +154,9 @@ def response_object(text: str, status: str = "completed") -> dict[str, Any]:
         "instructions": None,
         "metadata": {},
         "usage": {
-            "input_tokens": 100,
+            "input_tokens": input_tokens,
             "output_tokens": 7,
-            "total_tokens": 107,
+            "total_tokens": input_tokens + 7,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
@@ -272,19 +284,19 @@ def default_answer(received: Received, words: list[str]) -> Answer:
         return (
             Answer(events=chat_events([text, *words]))
             if streamed
-            else Answer(json=chat_completion(text))
+            else Answer(json=chat_completion(text, prompt_size(body)))
         )
     if path.endswith("/messages"):
         return (
             Answer(events=anthropic_events([text, *words]))
             if streamed
-            else Answer(json=anthropic_message(text))
+            else Answer(json=anthropic_message(text, prompt_size(body)))
         )
     if path.endswith("/responses"):
         return (
             Answer(events=responses_events([text, *words]))
             if streamed
-            else Answer(json=response_object(text))
+            else Answer(json=response_object(text, input_tokens=prompt_size(body)))
         )
     return Answer(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 

@@ -19,6 +19,10 @@ _USAGE_FIELDS = (
 )
 
 
+# The last event of an Anthropic or Responses stream (Chat Completions ends with [DONE]).
+_FINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.incomplete"})
+
+
 @dataclass(frozen=True, slots=True)
 class UpstreamReply:
     """The reply's messages and the usage report that belongs to the last of them."""
@@ -95,26 +99,33 @@ class ReplyCapture:
         self._usage: dict[str, Any] = {}
         self._output: list[Any] | None = None
         self._seen = False
+        self.finished = False
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> bool:
+        """Reads the events in `chunk`; True once the stream's final event has arrived."""
         if self._broken:
-            return
+            return False
         self._buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             event, self._buffer = self._buffer.split(b"\n\n", 1)
             data = b"\n".join(
                 line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:")
             )
+            if data == b"[DONE]":
+                self.finished = True
             if not data or data == b"[DONE]":
                 continue
             try:
                 payload = orjson.loads(data)
             except orjson.JSONDecodeError:
                 self._broken = True  # not a stream we understand: record nothing
-                return
+                return False
             if isinstance(payload, dict):
                 self._seen = True
                 self._event(payload)
+                if payload.get("type") in _FINAL_EVENTS:
+                    self.finished = True
+        return self.finished
 
     def _event(self, payload: dict[str, Any]) -> None:
         if self.api is CHAT_COMPLETIONS:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+import anyio
 import orjson
 
 from app.engine.errors import CompactorError
@@ -28,7 +29,7 @@ from app.services.proxy.call import (
     ProxyReport,
 )
 from app.services.proxy.overflow import is_context_overflow
-from app.services.proxy.replies import ReplyCapture, reply_from_body
+from app.services.proxy.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.transparent import TransparentCompactor
 
@@ -129,9 +130,7 @@ class ProxyService:
             return self._streamed(call, answer, report, capture, native)
         content = await answer.read()
         if bound and answer.status < 400:
-            reply = reply_from_body(call.api, content)
-            if reply is not None:
-                await self.sessions.record_reply(call, reply)
+            await self._record(call, reply_from_body(call.api, content))
         if native is not None:
             content = native.rewrite_whole(content)
         return self._finished(call, answer, report, content)
@@ -208,12 +207,21 @@ class ProxyService:
     async def _relay(
         self, call: ProxyCall, answer: UpstreamAnswer, capture: ReplyCapture | None
     ) -> AsyncIterator[bytes]:
-        """Each chunk as it arrives; the reply is recorded once the stream ended whole."""
+        """Each chunk as it arrives. A bound session's reply is recorded when the final
+        event arrives, before that event is passed on: a caller that stops reading at the
+        final event (the SDKs do) then hangs up without cutting the recording short."""
+        recorded = capture is None
         async for chunk in answer.chunks():
-            if capture is not None:
-                capture.feed(chunk)
+            if not recorded and capture is not None and capture.feed(chunk):
+                recorded = True
+                await self._record(call, capture.reply())
             yield chunk
-        if capture is not None:
-            reply = capture.reply()
-            if reply is not None:
-                await self.sessions.record_reply(call, reply)
+        if not recorded and capture is not None:
+            await self._record(call, capture.reply())
+
+    async def _record(self, call: ProxyCall, reply: UpstreamReply | None) -> None:
+        if reply is None:
+            return
+        # Shielded: the reply happened upstream; a caller hanging up now must not lose it.
+        with anyio.CancelScope(shield=True):
+            await self.sessions.record_reply(call, reply)

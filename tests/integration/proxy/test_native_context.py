@@ -89,7 +89,10 @@ def test_anthropic_compaction_loop(proxy: str, upstream: FakeUpstream) -> None:
     iterations = reply.usage.iterations or []
     assert [i.type for i in iterations] == ["compaction", "message"]
     assert (iterations[0].input_tokens, iterations[0].output_tokens) == (1200, 300)
-    assert reply.usage.input_tokens == 100  # the model call's own usage, as the upstream said
+    # The top-level usage is the model call's own, as the upstream said; the message
+    # iteration repeats it.
+    assert reply.usage.input_tokens == iterations[1].input_tokens
+    assert reply.usage.output_tokens == iterations[1].output_tokens
     sent = upstream.received[-1].body
     assert "context_management" not in sent and sent["max_tokens"] == 1000
     assert is_summary(sent["messages"][0])

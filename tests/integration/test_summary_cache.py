@@ -1,0 +1,59 @@
+"""The proxy's summary cache in the store, on SQLite and PostgreSQL: longest matching
+prefix wins, tenants never see each other's entries, and each tenant's entries are
+bounded with the oldest evicted first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.services.proxy.summary_cache import CachedSummary, PrefixHashes, SummaryCache, scope_key
+from app.store.database import create_db_engine, session_factory
+
+HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(10)]
+
+
+@pytest.fixture
+def cache_factory(database_url: str) -> Iterator[Any]:
+    engine = create_db_engine(database_url)
+    yield lambda bound: SummaryCache(session_factory(engine), bound)
+    engine.dispose()
+
+
+def summary(length: int) -> CachedSummary:
+    return CachedSummary(length, 10 * length, {"role": "user", "content": f"summary of {length}"})
+
+
+def test_the_longest_stored_prefix_of_the_history_is_found(cache_factory: Any) -> None:
+    cache = cache_factory(100)
+    scope = scope_key("openai", None, [], [])
+    cache.store("t1", scope, PrefixHashes(HISTORY), summary(3))
+    cache.store("t1", scope, PrefixHashes(HISTORY), summary(6))
+    cache.store("t1", scope, PrefixHashes(HISTORY), summary(6))  # a concurrent twin: ignored
+    assert cache.longest("t1", scope, PrefixHashes(HISTORY)) == summary(6)
+    # A history that diverges after message 4 only matches the shorter prefix.
+    forked = [*HISTORY[:4], {"role": "user", "content": "something else"}, *HISTORY[5:]]
+    assert cache.longest("t1", scope, PrefixHashes(forked)) == summary(3)
+    # Key order inside a message does not matter; content does.
+    reordered = [{"content": m["content"], "role": m["role"]} for m in HISTORY]
+    assert cache.longest("t1", scope, PrefixHashes(reordered)) == summary(6)
+    # Another tenant, or another system prompt, sees nothing.
+    assert cache.longest("t2", scope, PrefixHashes(HISTORY)) is None
+    other_scope = scope_key("openai", "a different system prompt", [], [])
+    assert cache.longest("t1", other_scope, PrefixHashes(HISTORY)) is None
+    # A prefix as long as the whole history would leave nothing to keep: not a match.
+    assert cache.longest("t1", scope, PrefixHashes(HISTORY[:6])) == summary(3)
+
+
+def test_entries_are_bounded_per_tenant_oldest_first(cache_factory: Any) -> None:
+    cache = cache_factory(3)
+    scope = scope_key("anthropic", "sys", [], [])
+    for length in range(1, 6):
+        cache.store("t1", scope, PrefixHashes(HISTORY), summary(length))
+    cache.store("t2", scope, PrefixHashes(HISTORY), summary(1))
+    # t1 keeps its 3 newest entries (lengths 3, 4, 5); t2's entry does not count against it.
+    assert cache.longest("t1", scope, PrefixHashes(HISTORY[:4])) == summary(3)
+    assert cache.longest("t1", scope, PrefixHashes(HISTORY[:3])) is None
+    assert cache.longest("t2", scope, PrefixHashes(HISTORY)) == summary(1)
