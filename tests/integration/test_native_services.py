@@ -216,3 +216,38 @@ def test_responses_compaction_item_replaces_everything_before_it(state: AppState
     foreign = {"model": "gpt-4o", "input": [{"type": "compaction", "encrypted_content": "gAAAA"}]}
     with pytest.raises(CompactionStateError):
         service.input_tokens(foreign)
+
+
+def test_clear_tool_inputs_can_name_the_tools_whose_inputs_go(state: AppState) -> None:
+    cm = {
+        "edits": [
+            {
+                "type": "clear_tool_uses_20250919",
+                "trigger": {"type": "tool_uses", "value": 1},
+                "keep": {"type": "tool_uses", "value": 1},
+                "clear_tool_inputs": ["Bash", "Glob"],
+            }
+        ]
+    }
+    body = request(context_management=cm)
+    edited = asyncio.run(state.native.anthropic.apply(body))
+    assert edited.applied_edits[0]["cleared_tool_uses"] > 0
+    before = {
+        b["id"]: b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    }
+    after = [
+        b
+        for m in edited.body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+    changed = {b["name"] for b in after if b["input"] != before[b["id"]]["input"]}
+    # Only the named tools lose inputs (a Glob pattern is too short to be worth clearing).
+    assert "Bash" in changed and changed <= {"Bash", "Glob"}
+    assert all(set(b["input"]) == {"_cleared"} for b in after if b["name"] in changed)
+    assert after[-1]["input"] == before[after[-1]["id"]]["input"]  # the kept use is whole

@@ -1,5 +1,6 @@
 """The vendors' counting and standalone-compaction routes, answered by the service itself
-(SPEC §11): no upstream is called."""
+(SPEC §11): no upstream is called, unless COMPACTOR_NATIVE_EDITS=forward gives such
+requests to an upstream that implements them."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
+from starlette.responses import Response
 
-from app.api.auth import proxy_tenant
-from app.api.deps import Native
+from app.api.auth import PROXY_KEY_HEADER, proxy_tenant
+from app.api.deps import Native, State
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import Problem
+from app.api.relay import RelayedStream, whole_answer
 from app.api.routing import OrjsonRoute
+from app.providers.upstream import request_headers
+from app.services.proxy.apis import MESSAGES, RESPONSES, ProxyApi
+from app.services.proxy.call import ProxyCall, ProxyMode
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)
 
 SESSION_HEADER = "x-compactor-session"
+_OWN_HEADERS = (PROXY_KEY_HEADER, "x-compactor-mode", SESSION_HEADER)
 AnyBody = Annotated[dict[str, Any], Body()]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -27,6 +34,29 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+
+
+async def forwarded(
+    request: Request, state: State, tenant: str, api: ProxyApi, path: str
+) -> Response | None:
+    """With COMPACTOR_NATIVE_EDITS=forward (and a running proxy), the upstream's own answer
+    to the request as received; None when the service answers itself."""
+    if state.settings.native_edits != "forward" or state.proxy is None:
+        return None
+    call = ProxyCall(
+        api=api,
+        tenant=tenant,
+        raw=await request.body(),
+        body=None,
+        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        mode=ProxyMode.OFF,
+        query=request.url.query,
+    )
+    answer = await state.proxy.forward_plain(call, path, "POST")
+    headers = [*answer.headers, *answer.report.headers()]
+    if answer.stream is not None:
+        return RelayedStream(answer.stream, answer.status, headers)
+    return whole_answer(answer.status, headers, answer.body)
 
 
 def session_bound(request: Request) -> bool:
@@ -70,9 +100,12 @@ class CompactedResponse(BaseModel):
     responses=_ERRORS,
 )
 async def count_message_tokens(
-    body: AnyBody, native: Native, tenant: ProxyTenant
-) -> MessageTokensCount:
+    body: AnyBody, request: Request, state: State, native: Native, tenant: ProxyTenant
+) -> Response | MessageTokensCount:
     """Count an Anthropic Messages request's input tokens locally, its edits applied."""
+    upstream = await forwarded(request, state, tenant, MESSAGES, "/v1/messages/count_tokens")
+    if upstream is not None:
+        return upstream
     edited = await native.anthropic.apply(body, tenant, compact=False)
     cm = (
         CountTokensContextManagement(original_input_tokens=edited.original_input_tokens)
@@ -83,19 +116,25 @@ async def count_message_tokens(
 
 
 @router.post("/v1/responses/input_tokens", response_model=InputTokenCount, responses=_ERRORS)
-def count_response_input_tokens(
-    body: AnyBody, request: Request, native: Native, tenant: ProxyTenant
-) -> InputTokenCount:
+async def count_response_input_tokens(
+    body: AnyBody, request: Request, state: State, native: Native, tenant: ProxyTenant
+) -> Response | InputTokenCount:
     """Count an OpenAI Responses request's input tokens locally."""
+    upstream = await forwarded(request, state, tenant, RESPONSES, "/responses/input_tokens")
+    if upstream is not None:
+        return upstream
     counted = native.responses.input_tokens(body, tenant, session_bound=session_bound(request))
     return InputTokenCount(input_tokens=counted["input_tokens"])
 
 
 @router.post("/v1/responses/compact", response_model=CompactedResponse, responses=_ERRORS)
 async def compact_response(
-    body: AnyBody, request: Request, native: Native, tenant: ProxyTenant
-) -> CompactedResponse:
+    body: AnyBody, request: Request, state: State, native: Native, tenant: ProxyTenant
+) -> Response | CompactedResponse:
     """Compact an OpenAI Responses window: its user messages, then one compaction item."""
+    upstream = await forwarded(request, state, tenant, RESPONSES, "/responses/compact")
+    if upstream is not None:
+        return upstream
     bound = session_bound(request)
     result = await run_until_disconnect(
         request,

@@ -17,7 +17,7 @@ from app.engine.clearing import CLEARED_RESULT_PREFIX
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from tests.conftest import CLAUDE_CODE, load_json
 from tests.integration.fake_providers import OpenAIFake
-from tests.integration.fake_upstreams import FakeUpstream
+from tests.integration.fake_upstreams import Answer, FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import anthropic_client, openai_client
 from tests.integration.proxy.conftest import proxy_settings
@@ -128,14 +128,14 @@ def test_anthropic_compaction_loop(proxy: str, upstream: FakeUpstream) -> None:
 
 
 def test_anthropic_compaction_streams_a_compaction_block(
-    proxy: str, upstream: FakeUpstream
+    proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
     client = anthropic_client(proxy)
     with client.beta.messages.stream(
         model=MODEL,
         max_tokens=1000,
         messages=history(),
-        context_management=compact_at(30_000),
+        context_management=compact_at(30_000, instructions="Keep every file path."),
         betas=BETAS,
     ) as stream:
         kinds = [event.type for event in stream]
@@ -147,6 +147,8 @@ def test_anthropic_compaction_streams_a_compaction_block(
     assert [i.type for i in final.usage.iterations or []] == ["compaction", "message"]
     assert is_summary(upstream.received[-1].body["messages"][0])
     assert upstream.received[-1].body["stream"] is True
+    # The edit's instructions reach the summarizer.
+    assert "Keep every file path." in str(summarizer.received[-1].body)
 
 
 def test_pause_after_compaction_answers_without_calling_the_model(
@@ -249,10 +251,33 @@ def test_forward_mode_gives_the_upstream_the_request_unchanged(
         reply = anthropic_client(url).beta.messages.create(
             model=MODEL, max_tokens=1000, messages=messages, context_management=cm, betas=BETAS
         )
-    assert reply.content[0].type == "text"
-    sent = upstream.received[-1]
-    assert sent.body["context_management"] == cm and sent.body["messages"] == messages
-    assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
+        assert reply.content[0].type == "text"
+        sent = upstream.received[-1]
+        assert sent.body["context_management"] == cm and sent.body["messages"] == messages
+        assert "compact-2026-01-12" in sent.headers["anthropic-beta"]
+
+        # The upstream's own compaction items are its to read: compact and count go there.
+        native_item = {"id": "cmp_up", "type": "compaction", "encrypted_content": "gAAAA-up"}
+        upstream.script(
+            Answer(
+                json={
+                    "id": "resp_c",
+                    "object": "response.compaction",
+                    "created_at": 1,
+                    "output": [native_item],
+                    "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+                }
+            ),
+            Answer(json={"object": "response.input_tokens", "input_tokens": 42}),
+        )
+        client = openai_client(url)
+        compacted = client.responses.compact(model="gpt-5", input="hi")
+        assert compacted.output[0].id == "cmp_up"
+        assert upstream.received[-1].path == "/v1/responses/compact"
+        counted = client.responses.input_tokens.count(model="gpt-5", input=[native_item])
+        assert counted.input_tokens == 42
+        assert upstream.received[-1].path == "/v1/responses/input_tokens"
+        assert upstream.received[-1].body == {"model": "gpt-5", "input": [native_item]}
     assert summarizer.received == []
 
 
