@@ -47,6 +47,7 @@ from app.services.native.compaction_state import (
     CompactionStates,
     NativeCompaction,
     compact_natively,
+    keep_recent_for,
 )
 
 FORMAT = "anthropic"
@@ -230,7 +231,10 @@ class AnthropicEditsService:
             done = await compact_natively(
                 self.compaction,
                 self.states,
-                request.history(messages),
+                replace(
+                    request.history(messages),
+                    keep_recent_tokens=keep_recent_for(edit.trigger_tokens),
+                ),
                 options,
                 tenant,
                 caller_gone,

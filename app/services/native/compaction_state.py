@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
 from app.engine.errors import CompactionStateError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.formats.registry import FORMATS
@@ -111,6 +112,15 @@ async def compact_natively(
         output_tokens=usage.output_tokens,
     )
     return CompactedNatively(sealed, list(messages))
+
+
+def keep_recent_for(trigger: int | None) -> int | None:
+    """The verbatim tail a native compaction keeps: the service's default, but at most a
+    third of the trigger, so the compacted context sits well under it and the next turns
+    do not compact again at once. None (no trigger): the service's own setting."""
+    if trigger is None:
+        return None
+    return max(1, min(DEFAULT_KEEP_RECENT_TOKENS, trigger // 3))
 
 
 def uncompacted_state(messages: Sequence[Any], inline: int) -> CompactionState:

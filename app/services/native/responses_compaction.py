@@ -36,6 +36,7 @@ from app.services.native.compaction_state import (
     CompactionStates,
     NativeCompaction,
     compact_natively,
+    keep_recent_for,
     uncompacted_state,
 )
 
@@ -112,6 +113,7 @@ class ResponsesCompactionService:
             tools=body.get("tools") or (),
             model=body.get("model"),
             trigger_tokens=trigger,
+            keep_recent_tokens=keep_recent_for(trigger),
         )
 
     async def apply(
