@@ -10,11 +10,12 @@ entry, and `context_management.applied_edits` lists the clearing edits. Shapes a
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 
 def compaction_iteration(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def _object(value: Any) -> dict[str, Any]:
 
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
     """One server-sent event."""
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
 def compaction_block_events(block: Mapping[str, Any], index: int = 0) -> list[bytes]:
@@ -173,8 +174,8 @@ class StreamReportWriter:
     def _rewrite(self, frame: bytes) -> Iterable[bytes]:
         data_lines = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
         try:
-            data = json.loads(b"\n".join(data_lines)) if data_lines else None
-        except ValueError:
+            data = orjson.loads(b"\n".join(data_lines)) if data_lines else None
+        except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             return [frame + b"\n\n"]

@@ -8,9 +8,10 @@ and the final response's `output` starts with the item. Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -24,7 +25,7 @@ def item_in_reply(reply: Any, item: Mapping[str, Any] | None) -> Any:
 
 
 def _sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
 class ResponsesStreamItemWriter:
@@ -54,8 +55,8 @@ class ResponsesStreamItemWriter:
         assert self.item is not None
         lines = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
         try:
-            data = json.loads(b"\n".join(lines)) if lines else None
-        except ValueError:
+            data = orjson.loads(b"\n".join(lines)) if lines else None
+        except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             return [frame + b"\n\n"]

@@ -3,10 +3,11 @@ edited before it is forwarded, the answer rewritten to report it as the vendor w
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from app.formats.native_anthropic import has_compaction_blocks
 from app.formats.native_anthropic_reply import (
@@ -69,14 +70,17 @@ class NativePlan:
     def rewrite_whole(self, content: bytes) -> bytes:
         """A whole answer body with the report written in."""
         try:
-            reply = json.loads(content)
-        except ValueError:
+            reply = orjson.loads(content)
+        except orjson.JSONDecodeError:
             return content
         if self.messages is not None:
             reply = report_in_reply(reply, self._anthropic_report())
         else:
             reply = item_in_reply(reply, self._item())
-        return json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            return orjson.dumps(reply)
+        except orjson.JSONEncodeError:
+            return content  # e.g. an integer beyond 64 bits: the answer goes back as it came
 
     async def rewrite_stream(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """An event stream with the report written in, event by event."""
@@ -107,7 +111,7 @@ class NativePlan:
         if streamed:
             headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
             return headers, b"", paused_stream(model, report)
-        body = json.dumps(paused_reply(model, report), separators=(",", ":")).encode()
+        body = orjson.dumps(paused_reply(model, report))
         return [("content-type", "application/json")], body, []
 
 
