@@ -24,10 +24,14 @@ from app.main import create_app
 from app.openapi_doc import openapi_json
 from app.settings import Settings
 
+# The proxy routes (/v1/...) answer with whatever status the upstream gives, 5xx
+# included, or 503 with no upstream configured: they are tested against fake upstreams
+# in tests/integration/proxy instead.
 OPERATIONS = sorted(
     f"{method.upper()} {path}"
     for path, methods in json.loads(openapi_json())["paths"].items()
     for method in methods
+    if not path.startswith("/v1/")
 )
 
 

@@ -112,13 +112,15 @@ async def _forward(
     session: str | None,
 ) -> Response:
     raw = await request.body()
+    proxy_mode = _mode(mode, state.settings.proxy_mode)
     call = ProxyCall(
         api=api,
         tenant=tenant,
         raw=raw,
-        body=_json_object(raw),
+        # Mode off is a plain pass-through: the body is not even parsed.
+        body=None if proxy_mode is ProxyMode.OFF else _json_object(raw),
         headers=request_headers(request.headers.items(), _OWN_HEADERS),
-        mode=_mode(mode, state.settings.proxy_mode),
+        mode=proxy_mode,
         session_id=session.strip() if session and session.strip() else None,
         query=request.url.query,
     )
