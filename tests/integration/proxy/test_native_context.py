@@ -16,7 +16,7 @@ import pytest
 from app.engine.clearing import CLEARED_RESULT_PREFIX
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from tests.conftest import CLAUDE_CODE, load_json
-from tests.integration.fake_providers import OpenAIFake
+from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import Answer, FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import anthropic_client, openai_client
@@ -334,3 +334,21 @@ def test_responses_refuse_server_side_history_and_foreign_items(
     with pytest.raises(openai.BadRequestError, match="unknown context management type"):
         client.responses.create(model="gpt-5", input="hi", context_management=[{"type": "x"}])
     assert upstream.received == []
+
+
+def test_a_failed_compaction_is_a_null_block_and_the_context_goes_unchanged(
+    proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    summarizer.script(Reply.status_only(400, {"error": {"message": "no"}}))
+    messages = history()
+    reply = anthropic_client(proxy).beta.messages.create(
+        model=MODEL,
+        max_tokens=1000,
+        messages=messages,
+        context_management=compact_at(30_000),
+        betas=BETAS,
+    )
+    block = reply.content[0]
+    assert block.type == "compaction" and block.content is None
+    assert reply.content[1].type == "text"
+    assert upstream.received[-1].body["messages"] == messages
