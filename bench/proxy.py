@@ -1,7 +1,8 @@
 """Proxy overhead (SPEC §10): the latency the proxy adds over calling the same fake
 upstream directly, for a 1k-token and a 180k-token history, cold (every message new to
-the service) and warm (the same history resent), p50 and p99 — next to the floor: the
-cost of just parsing and re-serializing the body, measured in the same run.
+the service), warm (the same history resent) and +1 msg (the history plus one new
+message, the usual next turn), p50 and p99 — next to the floor: the cost of just parsing
+and re-serializing the body, measured in the same run.
 
 The upstream (a minimal ASGI app answering a fixed chat completion) and the service
 (`compactor serve`, extractive summarizer) run as separate processes; this process is
@@ -244,7 +245,14 @@ def run(upstream: str, proxy: str, warm_n: int, cold_n: int) -> None:
             warm_body = orjson.dumps({"model": model, "messages": base})
             proxied(warm_body)  # prime: counts cached, summary (if any) stored
             warm = [warm_body] * warm_n
-            for kind, bodies in (("cold", cold), ("warm", warm)):
+            # The usual next turn: the same history plus one new message.
+            grown = [
+                orjson.dumps(
+                    {"model": model, "messages": [*base, {"role": "user", "content": f"next {i}"}]}
+                )
+                for i in range(warm_n)
+            ]
+            for kind, bodies in (("cold", cold), ("warm", warm), ("+1 msg", grown)):
                 if kind == "cold":
                     # A cold body is cold once: the mode-off hop does not warm anything,
                     # the transparent request goes first.

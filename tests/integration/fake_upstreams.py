@@ -46,6 +46,8 @@ class Answer:
     pause_seconds: float = 0.0
     # Send nothing at all; wait for the client to hang up (a model still thinking).
     hold_before_headers: bool = False
+    # Bytes to send instead of `json` (e.g. a gzip-compressed body).
+    raw_body: bytes | None = None
 
 
 def context_too_long_openai() -> Answer:
@@ -394,7 +396,11 @@ def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 fake.hold(self.connection)
                 return
             if answer.events is None:
-                payload = json.dumps(answer.json).encode()
+                payload = (
+                    answer.raw_body
+                    if answer.raw_body is not None
+                    else json.dumps(answer.json).encode()
+                )
                 self.send_response(answer.status)
                 self.send_header("content-type", "application/json")
                 for name, value in answer.headers.items():

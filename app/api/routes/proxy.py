@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import orjson
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
@@ -87,14 +86,6 @@ def _mode(presented: str | None, default: str) -> ProxyMode:
         ) from None
 
 
-def _json_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _answer(answer: ProxyAnswer) -> Response:
     headers = [*answer.headers, *answer.report.headers()]
     if answer.stream is not None:
@@ -117,8 +108,6 @@ async def _forward(
         api=api,
         tenant=tenant,
         raw=raw,
-        # Mode off is a plain pass-through: the body is not even parsed.
-        body=None if proxy_mode is ProxyMode.OFF else _json_object(raw),
         headers=request_headers(request.headers.items(), _OWN_HEADERS),
         mode=proxy_mode,
         session_id=session.strip() if session and session.strip() else None,
@@ -185,7 +174,6 @@ async def _forward_models(
         api=api,
         tenant=tenant,
         raw=b"",
-        body=None,
         headers=request_headers(request.headers.items(), _OWN_HEADERS),
         mode=ProxyMode.OFF,
         query=request.url.query,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Protocol
+
+import orjson
 
 from app.engine.ports import CallerGone
 from app.services.proxy.apis import ProxyApi
@@ -23,16 +26,24 @@ class ProxyCall:
 
     api: ProxyApi
     tenant: str
-    # The body exactly as received, and parsed when it is a JSON object (else None: it is
-    # forwarded untouched and the upstream judges it).
+    # The body exactly as received (forwarded as is unless the history is replaced).
     raw: bytes
-    body: dict[str, Any] | None
     # The caller's headers to forward (credentials included; never logged or stored).
     headers: list[tuple[str, str]]
     mode: ProxyMode
     session_id: str | None = None
     query: str = ""
     caller_gone: CallerGone = lambda: False
+
+    @cached_property
+    def body(self) -> dict[str, Any] | None:
+        """The body parsed, when it is a JSON object (else None: it is forwarded untouched
+        and the upstream judges it). Parsed on first use: a pass-through never pays."""
+        try:
+            value = orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
 
 
 @dataclass
@@ -69,7 +80,6 @@ class ProxyAnswer:
     report: ProxyReport
     body: bytes = b""
     stream: AsyncIterator[bytes] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ProxyObserver(Protocol):

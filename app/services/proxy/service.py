@@ -106,7 +106,16 @@ class ProxyService:
         self, call: ProxyCall, report: ProxyReport
     ) -> dict[str, Any] | None:
         """The body to forward; None forwards the received bytes unchanged."""
-        if call.body is None or call.mode is ProxyMode.OFF:
+        if call.mode is ProxyMode.OFF:
+            return None
+        if call.session_id is None and call.mode is ProxyMode.TRANSPARENT:
+            # A history resent unchanged and known to be under its threshold goes on as
+            # it came, unparsed and uncounted.
+            known = self.compactor.known_under_threshold(call)
+            if known is not None:
+                report.tokens_before = report.tokens_after = known
+                return None
+        if call.body is None:
             return None
         if call.session_id is not None:
             return await self.sessions.bind(call, call.body, report)

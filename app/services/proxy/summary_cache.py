@@ -25,7 +25,7 @@ from app.store.models import SummaryCacheRow
 from app.store.repositories import SummaryCacheRepository
 
 T = TypeVar("T")
-_EMPTY = hashlib.blake2b(b"", digest_size=32).digest()
+_EMPTY = hashlib.sha256(b"").digest()
 
 
 def canonical_json(value: Any) -> bytes:
@@ -38,7 +38,7 @@ def canonical_json(value: Any) -> bytes:
 
 def scope_key(*parts: Any) -> str:
     """The hash of everything besides the prefix that shapes a summary."""
-    return hashlib.blake2b(canonical_json(list(parts)), digest_size=32).hexdigest()
+    return hashlib.sha256(canonical_json(list(parts))).hexdigest()
 
 
 class PrefixHashes:
@@ -55,7 +55,8 @@ class PrefixHashes:
         """Hash of `messages[:k]` (0 <= k <= len)."""
         while len(self._chain) <= k:
             message = self._messages[len(self._chain) - 1]
-            digest = hashlib.blake2b(self._chain[-1], digest_size=32)
+            # SHA-256: stable across processes and replicas, and hardware-accelerated.
+            digest = hashlib.sha256(self._chain[-1])
             digest.update(canonical_json(message))
             self._chain.append(digest.digest())
         return self._chain[k].hex()

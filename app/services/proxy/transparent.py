@@ -11,6 +11,7 @@ a stable prefix for the upstream's own prompt cache.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +35,12 @@ log = logging.getLogger("compactor.proxy")
 # The kept tail is at most this fraction of the threshold (1/4): small windows get a
 # tail that fits, large ones the default keep_recent_tokens.
 KEEP_RECENT_SHARE = 4
+UNDER_THRESHOLD_ENTRIES = 4096
+
+
+def _body_key(call: ProxyCall) -> tuple[str, int, int]:
+    # Length plus SipHash, like the per-message count cache: keys never leave the process.
+    return call.api.name, len(call.raw), hash(call.raw)
 
 
 class TransparentCompactor:
@@ -50,6 +57,9 @@ class TransparentCompactor:
         self.compaction = compaction
         self.cache = cache
         self.observer = observer
+        # Bodies known to be under their threshold (the decision depends only on the
+        # bytes: model, output budget and history are all in them).
+        self._under_threshold: OrderedDict[tuple[str, int, int], int] = OrderedDict()
 
     async def apply(
         self,
@@ -86,6 +96,7 @@ class TransparentCompactor:
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
         if not overflow and not counted.should_compact:
+            self._remember_under_threshold(call, counted.estimate.tokens)
             return None
         inline = counted.inline_system_count
         # The kept tail must leave room under the threshold, or the next turn compacts again.
@@ -95,7 +106,15 @@ class TransparentCompactor:
         keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
         wanted = replace(wanted, keep_recent_tokens=keep)
         info = self.compaction.summarizer.info
-        scope = scope_key(api.format, system, history[:inline], tools, info.provider, info.model)
+        scope = scope_key(
+            api.format,
+            system,
+            history[:inline],
+            tools,
+            info.provider,
+            info.model,
+            self.compaction.default_thinking.value,
+        )
         prefixes = PrefixHashes(history[inline:])
         hit = await self._lookup(call, scope, prefixes)
         forwarded = None
@@ -132,6 +151,19 @@ class TransparentCompactor:
         report.compacted = True
         report.tokens_after = outcome.tokens_after
         return api.with_history(body, outcome.messages)
+
+    def known_under_threshold(self, call: ProxyCall) -> int | None:
+        """The token count of a body already seen, byte for byte, under its threshold."""
+        key = _body_key(call)
+        tokens = self._under_threshold.get(key)
+        if tokens is not None:
+            self._under_threshold.move_to_end(key)
+        return tokens
+
+    def _remember_under_threshold(self, call: ProxyCall, tokens: int) -> None:
+        self._under_threshold[_body_key(call)] = tokens
+        if len(self._under_threshold) > UNDER_THRESHOLD_ENTRIES:
+            self._under_threshold.popitem(last=False)
 
     async def _lookup(
         self, call: ProxyCall, scope: str, prefixes: PrefixHashes

@@ -3,6 +3,7 @@ streams as the upstream's, with credentials passed through and X-Compactor-* hea
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anthropic
@@ -14,6 +15,7 @@ from app.settings import Settings
 from tests.integration.fake_upstreams import Answer, FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import anthropic_client, openai_client
+from tests.integration.proxy.conftest import proxy_settings
 
 
 def test_chat_completions_pass_through_with_every_field(
@@ -139,3 +141,50 @@ def test_service_key_travels_in_x_compactor_key(tmp_path: Path, upstream: FakeUp
     sent = upstream.received[-1].headers
     assert sent["authorization"] == "Bearer sk-caller"
     assert "x-compactor-key" not in sent
+
+
+def test_a_compressed_answer_is_relayed_decoded(proxy_url: str, upstream: FakeUpstream) -> None:
+    import gzip
+    import json
+
+    payload = gzip.compress(json.dumps({"object": "list", "data": []}).encode())
+    upstream.responder = lambda received: Answer(
+        json=None, headers={"content-encoding": "gzip"}, raw_body=payload
+    )
+    answer = httpx.get(f"{proxy_url}/v1/models", headers={"accept-encoding": "identity"})
+    assert answer.status_code == 200
+    assert "content-encoding" not in answer.headers
+    assert answer.json() == {"object": "list", "data": []}
+
+
+def test_native_mode_forwards_the_history_as_received(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    history = [{"role": "user", "content": "word " * 9_000}]  # over gpt-4's threshold
+    client = openai_client(proxy_url, **{"X-Compactor-Mode": "native"})
+    raw = client.chat.completions.with_raw_response.create(model="gpt-4", messages=history)
+    assert raw.headers["x-compactor-compacted"] == "false"
+    assert upstream.received[-1].body["messages"] == history
+    with pytest.raises(openai.BadRequestError) as caught:
+        openai_client(proxy_url, **{"X-Compactor-Mode": "sideways"}).chat.completions.create(
+            model="gpt-4", messages=history
+        )
+    assert "X-Compactor-Mode" in str(caught.value.body)
+
+
+def test_credentials_are_neither_logged_nor_stored(
+    tmp_path: Path, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    settings = proxy_settings(tmp_path, upstream)
+    with live_service(settings) as url:
+        sid = httpx.post(f"{url}/sessions", json={}).json()["id"]
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        client.chat.completions.create(model="gpt-4", messages=[{"role": "user", "content": "hi"}])
+        anthropic_client(url).messages.create(
+            model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
+    assert upstream.received[0].headers["authorization"] == "Bearer sk-caller"
+    assert "sk-caller" not in caplog.text and "sk-ant-caller" not in caplog.text
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("compactor.db*"))
+    assert b"sk-caller" not in stored and b"sk-ant-caller" not in stored
