@@ -47,7 +47,6 @@ async def forwarded(
         api=api,
         tenant=tenant,
         raw=await request.body(),
-        body=None,
         headers=request_headers(request.headers.items(), _OWN_HEADERS),
         mode=ProxyMode.OFF,
         query=request.url.query,

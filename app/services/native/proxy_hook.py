@@ -123,8 +123,15 @@ class NativeProxyEdits:
         self.emulate = emulate
 
     def carries_native(self, call: ProxyCall) -> bool:
+        if call.mode is ProxyMode.OFF or not self.emulate or call.api not in (MESSAGES, RESPONSES):
+            return False
+        # A byte scan first, so a request with nothing native is never parsed here (the
+        # proxy forwards such bodies unparsed when it can). Both markers are plain ASCII
+        # in every body the SDKs write.
+        if b'"context_management"' not in call.raw and b'"compaction"' not in call.raw:
+            return False
         body = call.body
-        if body is None or call.mode is ProxyMode.OFF or not self.emulate:
+        if body is None:
             return False
         if call.api is MESSAGES:
             messages = body.get("messages")

@@ -150,7 +150,9 @@ class ProxyService:
         report.tokens_before, report.tokens_after = plan.tokens
         # A caller that manages its own context gets no transparent compaction on top.
         mode = ProxyMode.NATIVE if plan.self_managed else call.mode
-        return replace(call, body=plan.body, mode=mode)
+        edited = replace(call, mode=mode)
+        edited.body = plan.body  # the parsed body is cached on the call: this is its value
+        return edited
 
     def _paused(self, call: ProxyCall, plan: NativePlan, report: ProxyReport) -> ProxyAnswer:
         """pause_after_compaction: the compaction block is the answer; no model is called."""
