@@ -214,16 +214,16 @@ def last_compaction(messages: Sequence[Any]) -> CompactionMark | None:
         blocks = _blocks(messages[i])
         for j in range(len(blocks) - 1, -1, -1):
             block = blocks[j]
-            if _is_compaction(block) and isinstance(block.get("content"), str):
-                if not block["content"].strip():
-                    raise _bad(
-                        f"messages[{i}].content[{j}].content",
-                        "a compaction block's content must be a summary or null, not empty",
-                    )
-                encrypted = block.get("encrypted_content")
-                return CompactionMark(
-                    i, j, block["content"], encrypted if isinstance(encrypted, str) else None
+            if not _is_compaction(block) or block.get("content") is None:
+                continue
+            content = block["content"]
+            if not isinstance(content, str) or not content.strip():
+                raise _bad(
+                    f"messages[{i}].content[{j}].content",
+                    "a compaction block's content must be a summary (a non-empty string) or null",
                 )
+            encrypted = block.get("encrypted_content")
+            return CompactionMark(i, j, content, encrypted if isinstance(encrypted, str) else None)
     return None
 
 

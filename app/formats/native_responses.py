@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import InvalidContextManagementError
-from app.formats.common import type_name
+from app.formats.common import fail, type_name
 
 COMPACTION_ITEM = "compaction"
 ENTRY_TYPES = ("compaction",)
@@ -68,7 +68,7 @@ def input_items(value: Any) -> list[Any]:
         return [{"type": "message", "role": "user", "content": value}]
     if isinstance(value, list):
         return value
-    raise _bad("input", f"must be a string or an array of items, got {type_name(value)}")
+    raise fail("input", f"must be a string or an array of items, got {type_name(value)}")
 
 
 def last_compaction_index(items: Sequence[Any]) -> int | None:

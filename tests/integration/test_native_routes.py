@@ -215,3 +215,39 @@ def test_openapi_lists_the_native_routes(base_url: str, tmp_path: Path) -> None:
         "/v1/responses/input_tokens",
     ):
         assert path in paths
+
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "says"),
+    [
+        ("/v1/messages/count_tokens", {"messages": 5}, 422, "messages"),
+        ("/v1/messages/count_tokens", {"messages": HI, "model": 5}, 422, "model"),
+        ("/v1/messages/count_tokens", {"messages": HI, "tools": "x"}, 422, "tools"),
+        (
+            "/v1/messages/count_tokens",
+            {"messages": [{"role": "user", "content": [{"type": "compaction", "content": 5}]}]},
+            400,
+            "compaction block",
+        ),
+        (
+            "/v1/messages/count_tokens",
+            {"messages": HI, "context_management": {"edits": [{"type": "x", "keep": 1}]}},
+            400,
+            "unknown context management edit",
+        ),
+        ("/v1/responses/input_tokens", {"input": 5}, 422, "input"),
+        ("/v1/responses/input_tokens", {"input": "hi", "model": ["x"]}, 422, "model"),
+        ("/v1/responses/compact", {"input": [{"type": "compaction"}]}, 400, "compaction"),
+    ],
+)
+def test_bad_bodies_are_4xx_problems_that_say_what_to_fix(
+    base_url: str, path: str, body: dict[str, Any], status: int, says: str
+) -> None:
+    answer = httpx.post(f"{base_url}{path}", json=body, headers={"X-Compactor-Key": "key-aaaaaaaa"})
+    assert answer.status_code == status, answer.text
+    problem = answer.json()
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert says in problem["detail"] and problem["error"]["message"] == problem["detail"]

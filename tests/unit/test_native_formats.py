@@ -132,7 +132,7 @@ def test_compaction_blocks_are_found_and_null_ones_ignored() -> None:
         _assistant(TEXT),
         {"role": "user", "content": "new"},
     ]
-    with pytest.raises(InvalidContextManagementError, match="not empty"):
+    with pytest.raises(InvalidContextManagementError, match="non-empty string"):
         na.last_compaction([_assistant({"type": "compaction", "content": " "})])
 
 

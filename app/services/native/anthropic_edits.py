@@ -48,6 +48,7 @@ from app.services.native.compaction_state import (
     NativeCompaction,
     compact_natively,
     keep_recent_for,
+    request_model_and_tools,
 )
 
 FORMAT = "anthropic"
@@ -128,7 +129,8 @@ class AnthropicEditsService:
         if not isinstance(raw_messages, list):
             raise InvalidHistoryError("messages: must be an array of messages", where="messages")
         edits = parse_context_management(body.get("context_management"))
-        request = _Request(body.get("system"), body.get("tools") or (), body.get("model"))
+        model, tools = request_model_and_tools(body)
+        request = _Request(body.get("system"), tools, model)
         messages = self.expand(raw_messages, tenant)
         counted = self.estimation.count(request.history(messages), parse_all=True)
         original = counted.estimate.tokens

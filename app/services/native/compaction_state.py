@@ -14,7 +14,7 @@ from typing import Any
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
-from app.engine.errors import CompactionStateError, NothingToCompactError
+from app.engine.errors import CompactionStateError, InvalidHistoryError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
@@ -112,6 +112,17 @@ async def compact_natively(
         output_tokens=usage.output_tokens,
     )
     return CompactedNatively(sealed, list(messages))
+
+
+def request_model_and_tools(body: dict[str, Any]) -> tuple[str | None, Sequence[Any]]:
+    """A request's `model` and `tools`, checked: they choose the tokenizer and are counted."""
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidHistoryError("model: must be a string", where="model")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise InvalidHistoryError("tools: must be an array of tool definitions", where="tools")
+    return model, tools or ()
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

@@ -37,6 +37,7 @@ from app.services.native.compaction_state import (
     NativeCompaction,
     compact_natively,
     keep_recent_for,
+    request_model_and_tools,
     uncompacted_state,
 )
 
@@ -106,12 +107,13 @@ class ResponsesCompactionService:
         return [*self.states.rebuild(state, FORMAT), *items[index + 1 :]]
 
     def history(self, body: dict[str, Any], items: list[Any], trigger: int | None) -> HistoryInput:
+        model, tools = request_model_and_tools(body)
         return HistoryInput(
             messages=items,
             format=FORMAT,
             system=body.get("instructions"),
-            tools=body.get("tools") or (),
-            model=body.get("model"),
+            tools=tools,
+            model=model,
             trigger_tokens=trigger,
             keep_recent_tokens=keep_recent_for(trigger),
         )
