@@ -30,8 +30,10 @@ _HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
-# Answers are relayed decoded (httpx undoes gzip/br), so their encoding header goes too.
+# Answers are relayed decoded, so their encoding header goes too; and the upstream is
+# offered only the encodings httpx can undo (its own accept-encoding), never the caller's.
 _NOT_RELAYED = _HOP_BY_HOP | {"content-encoding"}
+_NOT_FORWARDED = _HOP_BY_HOP | {"accept-encoding"}
 
 
 class UpstreamError(CompactorError):
@@ -50,12 +52,12 @@ def request_headers(
     headers: Iterable[tuple[str, str]], dropped: Sequence[str]
 ) -> list[tuple[str, str]]:
     """The caller's headers to send on: credentials and vendor headers unchanged, minus
-    hop-by-hop ones and the names in `dropped` (the service's own)."""
+    hop-by-hop ones, accept-encoding and the names in `dropped` (the service's own)."""
     skip = {name.lower() for name in dropped}
     return [
         (name, value)
         for name, value in headers
-        if name.lower() not in _HOP_BY_HOP and name.lower() not in skip
+        if name.lower() not in _NOT_FORWARDED and name.lower() not in skip
     ]
 
 

@@ -72,7 +72,8 @@ class ProxyService:
     async def forward(self, call: ProxyCall) -> ProxyAnswer:
         """The upstream's answer to `call`, after compaction when it applies."""
         url = self.base_url(call.api.upstream) + call.api.path
-        report = ProxyReport(session_id=call.session_id)
+        bound = call.session_id if call.mode is not ProxyMode.OFF else None
+        report = ProxyReport(session_id=bound)
         plan = await self.native.prepare(call) if self.native is not None else None
         if plan is not None:
             call = self._natively_edited(call, plan, report)
