@@ -352,3 +352,32 @@ def test_a_failed_compaction_is_a_null_block_and_the_context_goes_unchanged(
     assert block.type == "compaction" and block.content is None
     assert reply.content[1].type == "text"
     assert upstream.received[-1].body["messages"] == messages
+
+
+def test_a_block_sent_back_without_context_management_is_still_honoured(
+    proxy: str, upstream: FakeUpstream
+) -> None:
+    client = anthropic_client(proxy)
+    messages = history()
+    reply = client.beta.messages.create(
+        model=MODEL,
+        max_tokens=1000,
+        messages=messages,
+        context_management=compact_at(30_000),
+        betas=BETAS,
+    )
+    window = upstream.received[-1].body["messages"]
+    messages += [
+        {"role": "assistant", "content": reply.content},
+        {"role": "user", "content": "thanks"},
+    ]
+    plain = client.messages.create(model=MODEL, max_tokens=1000, messages=messages)  # type: ignore[arg-type]
+    sent = upstream.received[-1].body
+    assert sent["messages"][: len(window)] == window and sent["messages"][-1] == messages[-1]
+    assert all(
+        b["type"] != "compaction"
+        for m in sent["messages"]
+        for b in m["content"]
+        if isinstance(b, dict)
+    )
+    assert plain.content[0].type == "text"
