@@ -197,14 +197,38 @@ def test_server_side_history_is_refused_unless_bound_to_a_session(base_url: str)
         client.responses.input_tokens.count(model="gpt-4o", input="hi", conversation="conv_1")
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         client.responses.compact(model="gpt-4o", input="hi", previous_response_id="resp_1")
-    # Bound to a session, the request is accepted.
-    bound = client.responses.input_tokens.count(
-        model="gpt-4o",
-        input="hi",
-        previous_response_id="resp_123",
-        extra_headers={"X-Compactor-Session": "sess_1"},
+    # Bound to a session, the session stands for the server-side history: its context is
+    # counted (and compacted) in front of the request's new items.
+    auth = {"Authorization": "Bearer key-aaaaaaaa"}
+    session = httpx.post(
+        f"{base_url}/sessions", json={"model": "gpt-4o", "format": "responses"}, headers=auth
+    ).json()["id"]
+    earlier = [
+        {"role": "user", "content": "What is in the repo? " * 50},
+        {"type": "message", "role": "assistant", "content": "Files. " * 50},
+    ]
+    appended = httpx.post(
+        f"{base_url}/sessions/{session}/messages", json={"messages": earlier}, headers=auth
     )
-    assert bound.input_tokens > 0
+    assert appended.status_code in (200, 201), appended.text
+    bind = {"X-Compactor-Session": session}
+    bound = client.responses.input_tokens.count(
+        model="gpt-4o", input="hi", previous_response_id="resp_123", extra_headers=bind
+    )
+    alone = client.responses.input_tokens.count(model="gpt-4o", input="hi")
+    together = client.responses.input_tokens.count(
+        model="gpt-4o",
+        input=[*earlier, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
+    )
+    assert bound.input_tokens == together.input_tokens > alone.input_tokens
+    compacted = client.responses.compact(
+        model="gpt-4o", input="hi", previous_response_id="resp_123", extra_headers=bind
+    )
+    assert compacted.output[-1].type == "compaction"
+    with pytest.raises(openai.NotFoundError):
+        client.responses.input_tokens.count(
+            model="gpt-4o", input="hi", extra_headers={"X-Compactor-Session": "nope"}
+        )
 
 
 def test_openapi_lists_the_native_routes(base_url: str, tmp_path: Path) -> None:

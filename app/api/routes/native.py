@@ -17,6 +17,7 @@ from app.api.problems import Problem
 from app.api.relay import RelayedStream, whole_answer
 from app.api.routing import OrjsonRoute
 from app.providers.upstream import request_headers
+from app.services.native.session_context import with_session_context
 from app.services.proxy.apis import MESSAGES, RESPONSES, ProxyApi
 from app.services.proxy.call import ProxyCall, ProxyMode
 
@@ -58,8 +59,17 @@ async def forwarded(
     return whole_answer(answer.status, headers, answer.body)
 
 
-def session_bound(request: Request) -> bool:
-    return bool(request.headers.get(SESSION_HEADER, "").strip())
+def session_id_of(request: Request) -> str | None:
+    value = request.headers.get(SESSION_HEADER, "").strip()
+    return value or None
+
+
+async def bound_body(request: Request, state: State, tenant: str, body: dict[str, Any]) -> Any:
+    """The body as counted or compacted: with a session bound, the session's context first."""
+    session_id = session_id_of(request)
+    if session_id is None:
+        return body
+    return await with_session_context(state.sessions, tenant, session_id, body)
 
 
 class CountTokensContextManagement(BaseModel):
@@ -122,7 +132,8 @@ async def count_response_input_tokens(
     upstream = await forwarded(request, state, tenant, RESPONSES, "/responses/input_tokens")
     if upstream is not None:
         return upstream
-    counted = native.responses.input_tokens(body, tenant, session_bound=session_bound(request))
+    body = await bound_body(request, state, tenant, body)
+    counted = native.responses.input_tokens(body, tenant)
     return InputTokenCount(input_tokens=counted["input_tokens"])
 
 
@@ -134,11 +145,8 @@ async def compact_response(
     upstream = await forwarded(request, state, tenant, RESPONSES, "/responses/compact")
     if upstream is not None:
         return upstream
-    bound = session_bound(request)
+    body = await bound_body(request, state, tenant, body)
     result = await run_until_disconnect(
-        request,
-        lambda caller_gone: native.responses.compact(
-            body, tenant, caller_gone, session_bound=bound
-        ),
+        request, lambda caller_gone: native.responses.compact(body, tenant, caller_gone)
     )
     return CompactedResponse(**result)
