@@ -18,10 +18,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.formats.native_anthropic_reply import NativeReport, StreamReportWriter  # noqa: E402
+from app.formats.vendor.apis import MESSAGES  # noqa: E402
+from app.formats.vendor.native_anthropic_reply import NativeReport, StreamReportWriter  # noqa: E402
+from app.formats.vendor.replies import ReplyCapture  # noqa: E402
 from app.main import build_state  # noqa: E402
-from app.services.proxy.apis import MESSAGES  # noqa: E402
-from app.services.proxy.replies import ReplyCapture  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.common import measure, ms  # noqa: E402
 

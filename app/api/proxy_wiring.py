@@ -5,9 +5,9 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from app.api.state import AppState
+from app.formats.vendor.apis import Upstream
 from app.providers.upstream import upstream_http_client
 from app.services.native.proxy_hook import NativeProxyEdits
-from app.services.proxy.apis import Upstream
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.summary_cache import SummaryCache

@@ -15,7 +15,7 @@ from app.api.state import AppState
 from app.engine.clearing import CLEARED_RESULT_PREFIX
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.errors import CompactionStateError
-from app.formats.native_anthropic_reply import report_in_reply
+from app.formats.vendor.native_anthropic_reply import report_in_reply
 from app.main import build_state
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE, load_json

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from app.engine.errors import CompactionStateError, InvalidContextManagementError
-from app.formats import native_anthropic as na
-from app.formats import native_responses as nr
-from app.formats.native_anthropic_reply import (
+from app.formats.vendor import native_anthropic as na
+from app.formats.vendor import native_responses as nr
+from app.formats.vendor.native_anthropic_reply import (
     NativeReport,
     StreamReportWriter,
     paused_stream,
     report_in_reply,
 )
-from app.formats.native_responses_reply import ResponsesStreamItemWriter, item_in_reply
+from app.formats.vendor.native_responses_reply import ResponsesStreamItemWriter, item_in_reply
 from app.services.native.signed_state import StateSigner
 
 

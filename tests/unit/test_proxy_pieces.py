@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.services.proxy.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES
-from app.services.proxy.overflow import is_context_overflow
-from app.services.proxy.replies import ReplyCapture, reply_from_body, usage_report
+from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES
+from app.formats.vendor.overflow import is_context_overflow
+from app.formats.vendor.replies import ReplyCapture, reply_from_body, usage_report
 from app.services.proxy.session_binding import new_messages
 
 

@@ -16,9 +16,9 @@ from app.api.disconnect import run_until_disconnect
 from app.api.problems import Problem
 from app.api.relay import RelayedStream, whole_answer
 from app.api.routing import OrjsonRoute
+from app.formats.vendor.apis import MESSAGES, RESPONSES, ProxyApi
 from app.providers.upstream import request_headers
 from app.services.native.session_context import with_session_context
-from app.services.proxy.apis import MESSAGES, RESPONSES, ProxyApi
 from app.services.proxy.call import ProxyCall, ProxyMode
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)

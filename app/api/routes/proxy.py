@@ -16,8 +16,8 @@ from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, Problem
 from app.api.relay import RelayedStream, whole_answer
 from app.engine.ports import CallerGone
+from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
 from app.providers.upstream import request_headers
-from app.services.proxy.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
 from app.services.proxy.call import ProxyAnswer, ProxyCall, ProxyMode
 from app.services.proxy.service import ProxyService
 

@@ -23,7 +23,7 @@ from app.engine.errors import (
     SummarizerError,
 )
 from app.engine.ports import CallerGone
-from app.formats.native_anthropic import (
+from app.formats.vendor.native_anthropic import (
     ClearThinkingEdit,
     ClearToolUsesEdit,
     CompactEdit,
@@ -37,7 +37,7 @@ from app.formats.native_anthropic import (
     parse_context_management,
     without_compaction_blocks,
 )
-from app.formats.native_anthropic_reply import NativeReport
+from app.formats.vendor.native_anthropic_reply import NativeReport
 from app.services.clearing import clear_history
 from app.services.compaction import CompactionService
 from app.services.estimation import CountedHistory, EstimationService

@@ -9,20 +9,20 @@ from typing import Any
 
 import orjson
 
-from app.formats.native_anthropic import has_compaction_blocks
-from app.formats.native_anthropic_reply import (
+from app.formats.vendor.apis import MESSAGES, RESPONSES
+from app.formats.vendor.native_anthropic import has_compaction_blocks
+from app.formats.vendor.native_anthropic_reply import (
     NativeReport,
     StreamReportWriter,
     paused_reply,
     paused_stream,
     report_in_reply,
 )
-from app.formats.native_responses import last_compaction_index
-from app.formats.native_responses_reply import ResponsesStreamItemWriter, item_in_reply
+from app.formats.vendor.native_responses import last_compaction_index
+from app.formats.vendor.native_responses_reply import ResponsesStreamItemWriter, item_in_reply
 from app.services.native.anthropic_edits import EditedMessages
 from app.services.native.responses_compaction import EditedResponse
 from app.services.native.services import NativeServices
-from app.services.proxy.apis import MESSAGES, RESPONSES
 from app.services.proxy.call import ProxyCall, ProxyMode
 
 

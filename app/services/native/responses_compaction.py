@@ -21,7 +21,7 @@ from app.engine.errors import (
     SummarizerError,
 )
 from app.engine.ports import CallerGone
-from app.formats.native_responses import (
+from app.formats.vendor.native_responses import (
     compaction_item,
     input_items,
     last_compaction_index,

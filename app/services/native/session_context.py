@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from app.formats.native_responses import input_items
+from app.formats.vendor.native_responses import input_items
 from app.services.native.responses_compaction import SERVER_STATE_FIELDS
 from app.services.proxy.session_binding import new_messages
 from app.services.sessions.service import SessionService

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import orjson
 
 from app.engine.ports import CallerGone
-from app.services.proxy.apis import ProxyApi
+from app.formats.vendor.apis import ProxyApi
 
 
 class ProxyMode(StrEnum):

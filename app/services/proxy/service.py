@@ -17,9 +17,11 @@ import anyio
 import orjson
 
 from app.engine.errors import CompactorError
+from app.formats.vendor.apis import Upstream
+from app.formats.vendor.overflow import is_context_overflow
+from app.formats.vendor.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.providers.upstream import UpstreamAnswer, UpstreamClient
 from app.services.native.proxy_hook import NativePlan, NativeProxyEdits
-from app.services.proxy.apis import Upstream
 from app.services.proxy.call import (
     NullProxyObserver,
     ProxyAnswer,
@@ -28,8 +30,6 @@ from app.services.proxy.call import (
     ProxyObserver,
     ProxyReport,
 )
-from app.services.proxy.overflow import is_context_overflow
-from app.services.proxy.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.transparent import TransparentCompactor
 
@@ -82,6 +82,11 @@ class ProxyService:
         body = await self.transform_request(call, report)
         if body is None and plan is not None:
             body = plan.body
+        if report.note:
+            log.info(
+                "proxy left the history as sent",
+                extra={"api": call.api.name, "reason": report.note},
+            )
         answer = await self._send(call, url, body)
         if answer.status >= 400 and not answer.is_event_stream:
             content = await answer.read()

@@ -14,8 +14,8 @@ import anyio
 from app.engine.errors import InvalidHistoryError
 from app.engine.messages import Role
 from app.formats.registry import FORMATS
+from app.formats.vendor.replies import UpstreamReply
 from app.services.proxy.call import ProxyCall, ProxyReport
-from app.services.proxy.replies import UpstreamReply
 from app.services.sessions.service import CompactResult, SessionService
 
 

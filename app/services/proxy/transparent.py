@@ -134,10 +134,11 @@ class TransparentCompactor:
             # Fail open: the upstream may still take the history; a summary is an aid.
             report.note = f"compaction failed: {type(exc).__name__}"
             log.warning("proxy compaction failed open", extra={"error": type(exc).__name__})
-            return forwarded
+            return None if overflow else forwarded
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             report.note = outcome.reason
-            return forwarded
+            # After an overflow, what was already sent would only overflow again.
+            return None if overflow else forwarded
         offset = 1 if hit is not None else 0
         cut = outcome.plan.cut_index
         summarized = CachedSummary(

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from app.services.proxy.apis import CHAT_COMPLETIONS, MESSAGES, ProxyApi
+from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, ProxyApi
 
 _USAGE_FIELDS = (
     "input_tokens",
