@@ -37,6 +37,7 @@ from app.providers.http import CONNECT_TIMEOUT_SECONDS
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.services import build_native_services
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
 from app.services.system_prompt import SystemPromptService
@@ -213,6 +214,7 @@ def build_state(
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
         summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
+        native=build_native_services(estimation, compaction, settings.state_key_bytes()),
         outbound=outbound,
     )
 

@@ -14,7 +14,7 @@ from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
-from app.api.routes import health, history, metrics, proxy, sessions, system_prompt
+from app.api.routes import health, history, metrics, native, proxy, sessions, system_prompt
 from app.api.state import LifespanState
 from app.api.ui.routes import router as ui_router
 from app.composition import build_state, check_settings, running_state
@@ -62,6 +62,7 @@ def create_app(
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     app.include_router(metrics.router, dependencies=authenticated)
+    app.include_router(native.router)
     # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
     app.include_router(proxy.router)
     # The inspector checks the key itself: a browser brings it in a cookie.

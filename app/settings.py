@@ -51,6 +51,19 @@ class Settings(BaseSettings):
     # Extra regular expressions (JSON list) opening another agent's summary message, added
     # to the built-in ones (pi, LangChain, Claude Code); what follows is the summary.
     summary_patterns: list[str] = Field(default_factory=list)
+    # Vendor-native context management (SPEC §11): `emulate` applies the edits and
+    # compaction here in front of any upstream; `forward` gives the upstream the request
+    # unchanged (for upstreams that implement them).
+    native_edits: Literal["emulate", "forward"] = "emulate"
+    # HMAC key that signs the compaction state handed to callers. Unset, a random key is
+    # made per process: compaction blocks/items then stop working after a restart and on
+    # other replicas. Set it (the same value on every replica) in production.
+    state_key: SecretStr | None = None
+
+    def state_key_bytes(self) -> bytes | None:
+        """The state-signing key, or None for a per-process random one."""
+        return self.state_key.get_secret_value().encode() if self.state_key else None
+
     # Proxy mode (SPEC §10): where /v1/* requests go. Configuration only; no request
     # chooses. OpenAI's includes the version path (https://api.openai.com/v1), Anthropic's
     # does not (https://api.anthropic.com), as each SDK's base_url.

@@ -10,6 +10,7 @@ from app.api.problems import ApiError
 from app.api.state import AppState
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.services import NativeServices
 from app.services.sessions.service import SessionService
 from app.services.system_prompt import SystemPromptService
 
@@ -43,8 +44,13 @@ def get_system_prompts(request: Request) -> SystemPromptService:
     return get_state(request).system_prompts
 
 
+def get_native(request: Request) -> NativeServices:
+    return get_state(request).native
+
+
 State = Annotated[AppState, Depends(get_state)]
 Estimation = Annotated[EstimationService, Depends(get_estimation)]
 Compaction = Annotated[CompactionService, Depends(get_compaction)]
 Sessions = Annotated[SessionService, Depends(get_sessions)]
 SystemPrompts = Annotated[SystemPromptService, Depends(get_system_prompts)]
+Native = Annotated[NativeServices, Depends(get_native)]

@@ -16,9 +16,11 @@ from starlette.responses import Response
 
 from app.engine.errors import (
     CallerGoneError,
+    CompactionStateError,
     CompactorError,
     EmptySummaryError,
     IneffectiveCompactionError,
+    InvalidContextManagementError,
     InvalidHistoryError,
     NothingToCompactError,
     SummarizerError,
@@ -64,8 +66,16 @@ class ApiError(Exception):
 
 
 def problem_response(
-    status: int, title: str, detail: str, slug: str, errors: list[dict[str, Any]] | None = None
+    status: int,
+    title: str,
+    detail: str,
+    slug: str,
+    errors: list[dict[str, Any]] | None = None,
+    *,
+    vendor: bool = False,
 ) -> Response:
+    """A problem+json answer; `vendor` adds the `error` member the vendors' SDKs read
+    their exception message from (on the /v1 routes)."""
     body: dict[str, Any] = {
         "type": f"https://context-compactor.dev/problems/{slug}",
         "title": title,
@@ -74,7 +84,22 @@ def problem_response(
     }
     if errors is not None:
         body["errors"] = errors
+    if vendor:
+        body["error"] = {"type": _vendor_error_type(status), "message": detail}
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON)
+
+
+def _vendor_error_type(status: int) -> str:
+    """The error `type` both vendors use for a status."""
+    named = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
+    if status in named:
+        return named[status]
+    return "invalid_request_error" if status < 500 else "api_error"
+
+
+def on_vendor_route(request: Request) -> bool:
+    """True for the vendor-shaped /v1 routes, whose callers are the vendors' SDKs."""
+    return request.url.path.startswith("/v1/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +118,10 @@ _SUMMARIZER_FAILED = ProblemType(502, "Summarizer failed", "summarizer-failed")
 # accident, and a test requires every CompactorError subclass to be listed explicitly.
 PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
     InvalidHistoryError: ProblemType(422, "Invalid history", "invalid-history"),
+    InvalidContextManagementError: ProblemType(
+        400, "Invalid context management", "invalid-context-management"
+    ),
+    CompactionStateError: ProblemType(400, "Compaction state refused", "compaction-state-refused"),
     InvalidSystemPromptError: ProblemType(
         422, "Invalid system prompt request", "invalid-system-prompt"
     ),
@@ -178,11 +207,15 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail = f"{exc.provider} summarizer (model {exc.model or 'unknown'}): {exc}"
         else:
             detail = str(exc)
-        return problem_response(problem.status, problem.title, detail, problem.slug)
+        return problem_response(
+            problem.status, problem.title, detail, problem.slug, vendor=on_vendor_route(request)
+        )
 
     async def on_api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
-        return problem_response(exc.status, exc.title, exc.detail, exc.slug)
+        return problem_response(
+            exc.status, exc.title, exc.detail, exc.slug, vendor=on_vendor_route(request)
+        )
 
     async def on_validation(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
@@ -194,9 +227,13 @@ def install_problem_handlers(app: FastAPI) -> None:
                 "Malformed JSON",
                 f"the request body is not valid JSON ({message}); send a JSON object",
                 "malformed-json",
+                vendor=on_vendor_route(request),
             )
         detail, items = _describe_validation(errors)
-        return problem_response(422, "Invalid request", detail, "invalid-request", items)
+        vendor = on_vendor_route(request)
+        return problem_response(
+            422, "Invalid request", detail, "invalid-request", items, vendor=vendor
+        )
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
@@ -208,7 +245,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         }
         title = titles.get(exc.status_code, "HTTP error")
         return problem_response(
-            exc.status_code, title, str(exc.detail), title.lower().replace(" ", "-")
+            exc.status_code,
+            title,
+            str(exc.detail),
+            title.lower().replace(" ", "-"),
+            vendor=on_vendor_route(request),
         )
 
     app.add_exception_handler(CompactorError, on_domain)

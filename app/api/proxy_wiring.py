@@ -7,6 +7,7 @@ from contextlib import AsyncExitStack
 from app.api.state import AppState
 from app.formats.vendor.apis import Upstream
 from app.providers.upstream import upstream_http_client
+from app.services.native.proxy_hook import NativeProxyEdits
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.transparent import TransparentCompactor
@@ -30,5 +31,6 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         compactor=TransparentCompactor(state.estimation, state.compaction, cache, state.metrics),
         sessions=SessionBinding(state.sessions),
         observer=state.metrics,
+        native=NativeProxyEdits(state.native, emulate=settings.native_edits == "emulate"),
     )
     stack.callback(setattr, state, "proxy", None)

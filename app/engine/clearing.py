@@ -30,7 +30,14 @@ class ClearSettings:
     keep: int = DEFAULT_KEEP_TOOL_USES
     clear_at_least: int = 0
     exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool = False
+    # True clears every cleared use's input too; a tuple clears the inputs of those tools.
+    clear_tool_inputs: bool | tuple[str, ...] = False
+
+    def clears_input_of(self, tool_name: str) -> bool:
+        """True when a cleared use of `tool_name` loses its input as well."""
+        if isinstance(self.clear_tool_inputs, tuple):
+            return tool_name in self.clear_tool_inputs
+        return self.clear_tool_inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +84,7 @@ def plan_clearing(
     for use in uses:
         if use.call_id in kept or use.name in excluded:
             continue
-        choice = _clearing_of(use, settings.clear_tool_inputs, tokenizer)
+        choice = _clearing_of(use, settings.clears_input_of(use.name), tokenizer)
         if choice is not None:
             cleared.append(choice)
     plan = ClearingPlan(tuple(cleared))

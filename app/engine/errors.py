@@ -85,3 +85,17 @@ class SummarizerTimeoutError(SummarizerError):
 
 class CallerGoneError(CompactorError):
     """The caller disconnected; the work was abandoned and nothing was kept."""
+
+
+class InvalidContextManagementError(CompactorError):
+    """A vendor-native context-management request the service cannot honour: an unknown
+    edit type, a malformed field, or server-side state the service cannot see."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+class CompactionStateError(CompactorError):
+    """A compaction block or item whose state this service did not write, or that was
+    altered after it was written."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from app.formats.vendor.apis import Upstream
 from app.formats.vendor.overflow import is_context_overflow
 from app.formats.vendor.replies import ReplyCapture, UpstreamReply, reply_from_body
 from app.providers.upstream import UpstreamAnswer, UpstreamClient
+from app.services.native.proxy_hook import NativePlan, NativeProxyEdits
 from app.services.proxy.call import (
     NullProxyObserver,
     ProxyAnswer,
@@ -48,12 +50,14 @@ class ProxyService:
         compactor: TransparentCompactor,
         sessions: SessionBinding,
         observer: ProxyObserver | None = None,
+        native: NativeProxyEdits | None = None,
     ) -> None:
         self.upstream = upstream
         self.upstream_urls = dict(upstream_urls)
         self.compactor = compactor
         self.sessions = sessions
         self.observer: ProxyObserver = observer or NullProxyObserver()
+        self.native = native
 
     def base_url(self, upstream: Upstream) -> str:
         url = self.upstream_urls.get(upstream)
@@ -70,7 +74,14 @@ class ProxyService:
         url = self.base_url(call.api.upstream) + call.api.path
         bound = call.session_id if call.mode is not ProxyMode.OFF else None
         report = ProxyReport(session_id=bound)
+        plan = await self.native.prepare(call) if self.native is not None else None
+        if plan is not None:
+            call = self._natively_edited(call, plan, report)
+            if plan.paused:
+                return self._paused(call, plan, report)
         body = await self.transform_request(call, report)
+        if body is None and plan is not None:
+            body = plan.body
         if report.note:
             log.info(
                 "proxy left the history as sent",
@@ -84,7 +95,7 @@ class ProxyService:
                 return self._finished(call, answer, report, content)
             self.observer.overflow_retry(call.api.name, "retried")
             answer = await self._send(call, url, retry_body)
-        return await self.transform_answer(call, report, answer)
+        return await self.transform_answer(call, report, answer, plan)
 
     async def forward_plain(self, call: ProxyCall, url_path: str, method: str) -> ProxyAnswer:
         """A request forwarded untouched (e.g. GET /v1/models)."""
@@ -119,17 +130,49 @@ class ProxyService:
         return None
 
     async def transform_answer(
-        self, call: ProxyCall, report: ProxyReport, answer: UpstreamAnswer
+        self,
+        call: ProxyCall,
+        report: ProxyReport,
+        answer: UpstreamAnswer,
+        plan: NativePlan | None = None,
     ) -> ProxyAnswer:
-        """The answer to give back: relayed as it arrives when it is an event stream."""
+        """The answer to give back: relayed as it arrives when it is an event stream; a
+        native step (compaction block or item, applied edits) is written into it."""
         bound = call.session_id is not None and call.mode is not ProxyMode.OFF
+        native = plan if plan is not None and plan.rewrites_answer and answer.status < 400 else None
         if answer.is_event_stream:
             capture = ReplyCapture(call.api) if bound and answer.status < 400 else None
-            return self._streamed(call, answer, report, capture)
+            return self._streamed(call, answer, report, capture, native)
         content = await answer.read()
         if bound and answer.status < 400:
             await self._record(call, reply_from_body(call.api, content))
+        if native is not None:
+            content = native.rewrite_whole(content)
         return self._finished(call, answer, report, content)
+
+    def _natively_edited(self, call: ProxyCall, plan: NativePlan, report: ProxyReport) -> ProxyCall:
+        """The call as the rest of the proxy sees it after the native step."""
+        report.compacted = plan.compacted
+        report.tokens_before, report.tokens_after = plan.tokens
+        # A caller that manages its own context gets no transparent compaction on top.
+        mode = ProxyMode.NATIVE if plan.self_managed else call.mode
+        edited = replace(call, mode=mode)
+        edited.body = plan.body  # the parsed body is cached on the call: this is its value
+        return edited
+
+    def _paused(self, call: ProxyCall, plan: NativePlan, report: ProxyReport) -> ProxyAnswer:
+        """pause_after_compaction: the compaction block is the answer; no model is called."""
+        streamed = call.body is not None and call.body.get("stream") is True
+        headers, body, events = plan.paused_answer(streamed)
+        self.observer.proxied(call.api.name, 200, streamed=streamed)
+        if not streamed:
+            return ProxyAnswer(200, headers, report, body=body)
+
+        async def replay() -> AsyncIterator[bytes]:
+            for event in events:
+                yield event
+
+        return ProxyAnswer(200, headers, report, stream=replay())
 
     # -- transport ---------------------------------------------------------------------
 
@@ -170,11 +213,13 @@ class ProxyService:
         answer: UpstreamAnswer,
         report: ProxyReport,
         capture: ReplyCapture | None,
+        native: NativePlan | None = None,
     ) -> ProxyAnswer:
         self.observer.proxied(call.api.name, answer.status, streamed=True)
-        return ProxyAnswer(
-            answer.status, answer.headers, report, stream=self._relay(call, answer, capture)
-        )
+        stream = self._relay(call, answer, capture)
+        if native is not None:
+            stream = native.rewrite_stream(stream)
+        return ProxyAnswer(answer.status, answer.headers, report, stream=stream)
 
     async def _relay(
         self, call: ProxyCall, answer: UpstreamAnswer, capture: ReplyCapture | None

@@ -1,0 +1,306 @@
+"""Anthropic `context_management` (SPEC §11): the edits a Messages request asks for, and the
+wire-level pieces of honouring them (thinking blocks cleared, compaction blocks found).
+
+The shapes are the `anthropic` SDK's beta types: `BetaClearToolUses20250919EditParam`,
+`BetaClearThinking20251015EditParam`, `BetaCompact20260112EditParam`,
+`BetaCompactionBlockParam`. Pure: no I/O; messages are never modified, changed ones are
+copies and unchanged ones the very same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import InvalidContextManagementError
+from app.formats.common import type_name
+
+CLEAR_TOOL_USES = "clear_tool_uses_20250919"
+CLEAR_THINKING = "clear_thinking_20251015"
+COMPACT = "compact_20260112"
+EDIT_TYPES = (CLEAR_TOOL_USES, CLEAR_THINKING, COMPACT)
+COMPACTION_BLOCK = "compaction"
+# The vendor's documented defaults.
+DEFAULT_CLEAR_TRIGGER_TOKENS = 100_000
+DEFAULT_CLEAR_KEEP_TOOL_USES = 3
+DEFAULT_COMPACT_TRIGGER_TOKENS = 150_000
+DEFAULT_KEEP_THINKING_TURNS = 1
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When an edit runs: more than `value` input tokens, or more than `value` tool uses."""
+
+    kind: str
+    value: int
+
+
+DEFAULT_CLEAR_TRIGGER = Trigger("input_tokens", DEFAULT_CLEAR_TRIGGER_TOKENS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClearToolUsesEdit:
+    trigger: Trigger = DEFAULT_CLEAR_TRIGGER
+    keep: int = DEFAULT_CLEAR_KEEP_TOOL_USES
+    clear_at_least: int = 0
+    exclude_tools: tuple[str, ...] = ()
+    clear_tool_inputs: bool | tuple[str, ...] = False
+    type: str = CLEAR_TOOL_USES
+
+
+@dataclass(frozen=True, slots=True)
+class ClearThinkingEdit:
+    # None keeps the thinking of every turn.
+    keep_turns: int | None = DEFAULT_KEEP_THINKING_TURNS
+    type: str = CLEAR_THINKING
+
+
+@dataclass(frozen=True, slots=True)
+class CompactEdit:
+    trigger_tokens: int = DEFAULT_COMPACT_TRIGGER_TOKENS
+    instructions: str | None = None
+    pause_after_compaction: bool = False
+    type: str = COMPACT
+
+
+Edit = ClearToolUsesEdit | ClearThinkingEdit | CompactEdit
+
+
+def _bad(where: str, problem: str) -> InvalidContextManagementError:
+    return InvalidContextManagementError(f"{where}: {problem}", where=where)
+
+
+def parse_context_management(value: Any) -> tuple[Edit, ...]:
+    """The edits of a request's `context_management`, in the order they apply."""
+    where = "context_management"
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise _bad(where, f"must be an object with an edits array, got {type_name(value)}")
+    _refuse_unknown(value, {"edits"}, where)
+    edits = value.get("edits")
+    if edits is None:
+        return ()
+    if not isinstance(edits, list):
+        raise _bad(f"{where}.edits", f"must be an array of edits, got {type_name(edits)}")
+    return tuple(_edit(edit, f"{where}.edits[{i}]") for i, edit in enumerate(edits))
+
+
+def _edit(raw: Any, where: str) -> Edit:
+    if not isinstance(raw, dict):
+        raise _bad(where, f"each edit must be an object, got {type_name(raw)}")
+    kind = raw.get("type")
+    if kind == CLEAR_TOOL_USES:
+        return _clear_tool_uses(raw, where)
+    if kind == CLEAR_THINKING:
+        _refuse_unknown(raw, {"type", "keep"}, where)
+        return ClearThinkingEdit(keep_turns=_thinking_keep(raw.get("keep"), f"{where}.keep"))
+    if kind == COMPACT:
+        return _compact(raw, where)
+    raise _bad(
+        f"{where}.type",
+        f"unknown context management edit type {kind!r}; the service honours "
+        f"{', '.join(EDIT_TYPES)}",
+    )
+
+
+def _clear_tool_uses(raw: dict[str, Any], where: str) -> ClearToolUsesEdit:
+    _refuse_unknown(
+        raw,
+        {"type", "trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs"},
+        where,
+    )
+    trigger = DEFAULT_CLEAR_TRIGGER
+    if raw.get("trigger") is not None:
+        kind, value = _typed_count(
+            raw["trigger"], f"{where}.trigger", ("input_tokens", "tool_uses")
+        )
+        trigger = Trigger(kind, value)
+    keep = DEFAULT_CLEAR_KEEP_TOOL_USES
+    if raw.get("keep") is not None:
+        keep = _typed_count(raw["keep"], f"{where}.keep", ("tool_uses",))[1]
+    clear_at_least = 0
+    if raw.get("clear_at_least") is not None:
+        clear_at_least = _typed_count(
+            raw["clear_at_least"], f"{where}.clear_at_least", ("input_tokens",)
+        )[1]
+    exclude = _names(raw.get("exclude_tools"), f"{where}.exclude_tools")
+    inputs_raw = raw.get("clear_tool_inputs")
+    inputs: bool | tuple[str, ...]
+    if inputs_raw is None or isinstance(inputs_raw, bool):
+        inputs = bool(inputs_raw)
+    else:
+        inputs = _names(inputs_raw, f"{where}.clear_tool_inputs")
+    return ClearToolUsesEdit(trigger, keep, clear_at_least, exclude, inputs)
+
+
+def _compact(raw: dict[str, Any], where: str) -> CompactEdit:
+    _refuse_unknown(raw, {"type", "trigger", "instructions", "pause_after_compaction"}, where)
+    trigger = DEFAULT_COMPACT_TRIGGER_TOKENS
+    if raw.get("trigger") is not None:
+        trigger = _typed_count(raw["trigger"], f"{where}.trigger", ("input_tokens",))[1]
+    instructions = raw.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise _bad(f"{where}.instructions", f"must be a string, got {type_name(instructions)}")
+    pause = raw.get("pause_after_compaction", False)
+    if not isinstance(pause, bool):
+        raise _bad(f"{where}.pause_after_compaction", f"must be a boolean, got {type_name(pause)}")
+    return CompactEdit(trigger, instructions or None, pause)
+
+
+def _thinking_keep(value: Any, where: str) -> int | None:
+    if value is None:
+        return DEFAULT_KEEP_THINKING_TURNS
+    if value == "all" or (isinstance(value, dict) and value == {"type": "all"}):
+        return None
+    return _typed_count(value, where, ("thinking_turns",))[1]
+
+
+def _typed_count(value: Any, where: str, kinds: tuple[str, ...]) -> tuple[str, int]:
+    """A `{type, value}` object such as `{"type": "input_tokens", "value": 30000}`."""
+    shapes = " or ".join(f'{{"type": "{k}", "value": <integer>}}' for k in kinds)
+    if not isinstance(value, dict) or value.get("type") not in kinds:
+        raise _bad(where, f"must be {shapes}, got {value!r}")
+    _refuse_unknown(value, {"type", "value"}, where)
+    number = value.get("value")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        raise _bad(f"{where}.value", f"must be a non-negative integer, got {number!r}")
+    return str(value["type"]), number
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(where, f"must be an array of tool names, got {value!r}")
+    return tuple(value)
+
+
+def _refuse_unknown(raw: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise _bad(
+            where, f"unknown field {unknown[0]!r}; this object takes {', '.join(sorted(known))}"
+        )
+
+
+# --- compaction blocks -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionMark:
+    """The last compaction block with a summary: where it is and what it carries."""
+
+    message_index: int
+    block_index: int
+    content: str
+    encrypted_content: str | None
+
+
+def _blocks(raw: Any) -> list[Any]:
+    content = raw.get("content") if isinstance(raw, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _is_compaction(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == COMPACTION_BLOCK
+
+
+def last_compaction(messages: Sequence[Any]) -> CompactionMark | None:
+    """The last compaction block whose content is a summary (null content is a no-op)."""
+    for i in range(len(messages) - 1, -1, -1):
+        blocks = _blocks(messages[i])
+        for j in range(len(blocks) - 1, -1, -1):
+            block = blocks[j]
+            if not _is_compaction(block) or block.get("content") is None:
+                continue
+            content = block["content"]
+            if not isinstance(content, str) or not content.strip():
+                raise _bad(
+                    f"messages[{i}].content[{j}].content",
+                    "a compaction block's content must be a summary (a non-empty string) or null",
+                )
+            encrypted = block.get("encrypted_content")
+            return CompactionMark(i, j, content, encrypted if isinstance(encrypted, str) else None)
+    return None
+
+
+def has_compaction_blocks(messages: Sequence[Any]) -> bool:
+    """True when any message carries a compaction block."""
+    return any(_is_compaction(b) for raw in messages for b in _blocks(raw))
+
+
+def without_compaction_blocks(messages: Sequence[Any]) -> list[Any]:
+    """`messages` with every compaction block removed (an upstream that does not implement
+    them would refuse them); a message left with no content is dropped."""
+    out: list[Any] = []
+    for raw in messages:
+        blocks = _blocks(raw)
+        if not any(_is_compaction(b) for b in blocks):
+            out.append(raw)
+            continue
+        kept = [b for b in blocks if not _is_compaction(b)]
+        if kept:
+            out.append({**raw, "content": kept})
+    return out
+
+
+def after_compaction(messages: Sequence[Any], mark: CompactionMark) -> list[Any]:
+    """What follows the compaction block: the rest of its message, then later messages."""
+    raw = messages[mark.message_index]
+    rest = _blocks(raw)[mark.block_index + 1 :]
+    head = [{**raw, "content": rest}] if rest else []
+    return [*head, *messages[mark.message_index + 1 :]]
+
+
+def compaction_block(content: str | None, encrypted_content: str | None) -> dict[str, Any]:
+    """A `compaction` content block as a reply carries it."""
+    return {"type": COMPACTION_BLOCK, "content": content, "encrypted_content": encrypted_content}
+
+
+# --- thinking --------------------------------------------------------------------
+
+
+def count_tool_uses(messages: Sequence[Any]) -> int:
+    """The tool_use blocks of a history (the `tool_uses` trigger counts these)."""
+    return sum(
+        1
+        for raw in messages
+        for block in _blocks(raw)
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    )
+
+
+def clear_thinking(messages: Sequence[Any], keep_turns: int | None) -> tuple[list[Any], int]:
+    """Thinking blocks removed from all but the newest `keep_turns` assistant turns that
+    have them; returns the history and how many turns lost their thinking. A turn made of
+    thinking alone keeps it (an empty assistant message would be refused)."""
+    thinking_turns = [
+        i
+        for i, raw in enumerate(messages)
+        if isinstance(raw, dict)
+        and raw.get("role") == "assistant"
+        and any(_is_thinking(b) for b in _blocks(raw))
+    ]
+    if keep_turns is None:
+        return list(messages), 0
+    to_clear = set(thinking_turns[: max(0, len(thinking_turns) - keep_turns)])
+    out: list[Any] = []
+    cleared = 0
+    for i, raw in enumerate(messages):
+        if i not in to_clear:
+            out.append(raw)
+            continue
+        rest = [b for b in _blocks(raw) if not _is_thinking(b)]
+        if not rest:
+            out.append(raw)
+            continue
+        out.append({**raw, "content": rest})
+        cleared += 1
+    return out, cleared
+
+
+def _is_thinking(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in _THINKING_BLOCKS

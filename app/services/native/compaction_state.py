@@ -1,0 +1,139 @@
+"""What a native compaction hands the caller, and how a request that carries it is rebuilt.
+
+The state is the compacted history split in three: `head` (inline system messages kept in
+front), `summary` (the summary text; None when nothing was summarized) and `kept` (the
+recent messages kept verbatim, as received). It travels signed inside the vendor's
+compaction block or item; sent back, it is rebuilt as head + summary message + kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
+from app.engine.errors import CompactionStateError, InvalidHistoryError, NothingToCompactError
+from app.engine.ports import CallerGone
+from app.formats.registry import FORMATS
+from app.services.compaction import CompactionService
+from app.services.history import CompactOptions, HistoryInput
+from app.services.native.signed_state import StateSigner
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionState:
+    head: tuple[Any, ...]
+    summary: str | None
+    kept: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeCompaction:
+    """One native compaction: the summary (None when the summarizer failed), the sealed
+    state, and what the summarizer used."""
+
+    summary: str | None
+    state: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedNatively:
+    compaction: NativeCompaction
+    messages: list[Any]
+
+
+class CompactionStates:
+    """Seals, opens and rebuilds compaction state."""
+
+    def __init__(self, signer: StateSigner, marker: SummaryMarker | None = None) -> None:
+        self.signer = signer
+        self.marker = marker or SummaryMarker()
+
+    def seal(self, state: CompactionState, tenant: str) -> str:
+        payload = {"head": list(state.head), "summary": state.summary, "kept": list(state.kept)}
+        return self.signer.seal(payload, tenant)
+
+    def is_ours(self, token: str) -> bool:
+        return self.signer.is_ours(token)
+
+    def open(self, token: str, tenant: str, where: str) -> CompactionState:
+        """The state sealed in `token`; CompactionStateError when it is not ours."""
+        payload = self.signer.open(token, tenant, where)
+        if not isinstance(payload, dict):
+            raise CompactionStateError(f"{where}: unreadable compaction state")
+        head, summary, kept = payload.get("head"), payload.get("summary"), payload.get("kept")
+        if not isinstance(head, list) or not isinstance(kept, list):
+            raise CompactionStateError(f"{where}: unreadable compaction state")
+        if summary is not None and not isinstance(summary, str):
+            raise CompactionStateError(f"{where}: unreadable compaction state")
+        return CompactionState(tuple(head), summary, tuple(kept))
+
+    def summary_message(self, summary: str, format_name: str) -> Any:
+        """The summary as a message of `format_name`, marked so a later compaction updates
+        it instead of summarizing a summary."""
+        return FORMATS.get(format_name).summary_message(self.marker.render(summary))
+
+    def rebuild(self, state: CompactionState, format_name: str) -> list[Any]:
+        """The history a compaction state stands for."""
+        summary = (
+            [self.summary_message(state.summary, format_name)] if state.summary is not None else []
+        )
+        return [*state.head, *summary, *state.kept]
+
+
+async def compact_natively(
+    compaction: CompactionService,
+    states: CompactionStates,
+    history: HistoryInput,
+    options: CompactOptions,
+    tenant: str,
+    caller_gone: CallerGone = lambda: False,
+) -> CompactedNatively:
+    """Compacts `history` and seals the result; NothingToCompactError when it cannot."""
+    outcome = await compaction.compact(history, options, caller_gone)
+    if not outcome.compacted or outcome.messages is None or outcome.summary is None:
+        raise NothingToCompactError(outcome.reason or "nothing to compact")
+    inline = outcome.counted.inline_system_count
+    messages = outcome.messages
+    state = CompactionState(
+        head=tuple(messages[:inline]),
+        summary=outcome.summary.summary,
+        kept=tuple(messages[inline + 1 :]),
+    )
+    usage = outcome.summary.usage
+    sealed = NativeCompaction(
+        summary=state.summary,
+        state=states.seal(state, tenant),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+    )
+    return CompactedNatively(sealed, list(messages))
+
+
+def request_model_and_tools(body: dict[str, Any]) -> tuple[str | None, Sequence[Any]]:
+    """A request's `model` and `tools`, checked: they choose the tokenizer and are counted."""
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidHistoryError("model: must be a string", where="model")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise InvalidHistoryError("tools: must be an array of tool definitions", where="tools")
+    return model, tools or ()
+
+
+def keep_recent_for(trigger: int | None) -> int | None:
+    """The verbatim tail a native compaction keeps: the service's default, but at most a
+    third of the trigger, so the compacted context sits well under it and the next turns
+    do not compact again at once. None (no trigger): the service's own setting."""
+    if trigger is None:
+        return None
+    return max(1, min(DEFAULT_KEEP_RECENT_TOKENS, trigger // 3))
+
+
+def uncompacted_state(messages: Sequence[Any], inline: int) -> CompactionState:
+    """A state that keeps every message (a standalone compaction with nothing to fold)."""
+    return CompactionState(tuple(messages[:inline]), None, tuple(messages[inline:]))

@@ -1,0 +1,206 @@
+"""OpenAI Responses native compaction in front of any upstream (SPEC §11).
+
+`context_management: [{type: "compaction", compact_threshold}]` compacts the input when it
+is over the threshold and hands the caller a `compaction` item whose `encrypted_content` is
+the signed state; sent back in `input`, the item replaces everything before it. The
+standalone `/v1/responses/compact` and `/v1/responses/input_tokens` are answered here too.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import (
+    IneffectiveCompactionError,
+    InvalidContextManagementError,
+    NothingToCompactError,
+    SummarizerError,
+)
+from app.engine.ports import CallerGone
+from app.formats.vendor.native_responses import (
+    compaction_item,
+    input_items,
+    last_compaction_index,
+    parse_context_management,
+    usage,
+    user_messages,
+)
+from app.services.compaction import CompactionService
+from app.services.estimation import EstimationService
+from app.services.history import CompactOptions, HistoryInput
+from app.services.native.compaction_state import (
+    CompactionStates,
+    NativeCompaction,
+    compact_natively,
+    keep_recent_for,
+    request_model_and_tools,
+    uncompacted_state,
+)
+
+FORMAT = "responses"
+SERVER_STATE_FIELDS = ("previous_response_id", "conversation")
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EditedResponse:
+    """A Responses request ready to forward, and the compaction item its reply starts with."""
+
+    body: dict[str, Any]
+    item: dict[str, Any] | None = None
+    compaction: NativeCompaction | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+def new_item_id(prefix: str = "cmp") -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+def refuse_server_state(body: dict[str, Any], session_bound: bool) -> None:
+    """The service cannot see history the upstream stores: refuse to manage it blind."""
+    if session_bound:
+        return
+    for name in SERVER_STATE_FIELDS:
+        if body.get(name) is not None:
+            raise InvalidContextManagementError(
+                f"{name}: the service cannot see the history the upstream keeps for "
+                f"{name}, so it cannot count or compact it; send the whole conversation in "
+                "input (with the compaction item the service returned), or bind the request "
+                "to a session with the X-Compactor-Session header",
+                where=name,
+            )
+
+
+class ResponsesCompactionService:
+    """Compaction items, standalone compaction and input-token counts for Responses."""
+
+    def __init__(
+        self,
+        estimation: EstimationService,
+        compaction: CompactionService,
+        states: CompactionStates,
+    ) -> None:
+        self.estimation = estimation
+        self.compaction = compaction
+        self.states = states
+
+    def expand(self, body: dict[str, Any], tenant: str) -> list[Any]:
+        """The input as items, rebuilt from its last compaction item when it has one."""
+        rebuilt = self.rebuild(body, tenant)
+        return rebuilt if rebuilt is not None else input_items(body.get("input"))
+
+    def rebuild(self, body: dict[str, Any], tenant: str) -> list[Any] | None:
+        """The input rebuilt from its last compaction item (everything before it goes);
+        None when it has none."""
+        items = input_items(body.get("input"))
+        index = last_compaction_index(items)
+        if index is None:
+            return None
+        token = items[index].get("encrypted_content")
+        where = f"input[{index}].encrypted_content"
+        state = self.states.open(token if isinstance(token, str) else "", tenant, where)
+        return [*self.states.rebuild(state, FORMAT), *items[index + 1 :]]
+
+    def history(self, body: dict[str, Any], items: list[Any], trigger: int | None) -> HistoryInput:
+        model, tools = request_model_and_tools(body)
+        return HistoryInput(
+            messages=items,
+            format=FORMAT,
+            system=body.get("instructions"),
+            tools=tools,
+            model=model,
+            trigger_tokens=trigger,
+            keep_recent_tokens=keep_recent_for(trigger),
+        )
+
+    async def apply(
+        self,
+        body: dict[str, Any],
+        tenant: str = "",
+        caller_gone: CallerGone = lambda: False,
+        *,
+        session_bound: bool = False,
+    ) -> EditedResponse:
+        """The request to forward for `POST /v1/responses`."""
+        entry = parse_context_management(body.get("context_management"))
+        if entry is not None:
+            refuse_server_state(body, session_bound)
+        rebuilt = self.rebuild(body, tenant)
+        items = rebuilt if rebuilt is not None else input_items(body.get("input"))
+        forwarded = body
+        if "context_management" in body or rebuilt is not None:
+            forwarded = {k: v for k, v in body.items() if k != "context_management"}
+            if rebuilt is not None:
+                forwarded["input"] = rebuilt
+        if entry is None:
+            return EditedResponse(forwarded)
+        history = self.history(body, items, entry.compact_threshold)
+        counted = self.estimation.count(history)
+        if not counted.should_compact:
+            return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
+        options = CompactOptions(force=True, trigger="native")
+        try:
+            done = await compact_natively(
+                self.compaction, self.states, history, options, tenant, caller_gone
+            )
+        except (NothingToCompactError, IneffectiveCompactionError) as exc:
+            logger.info("native compaction skipped: %s", exc)
+            return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
+        except SummarizerError as exc:
+            logger.warning("native compaction failed, input left unchanged: %s", exc)
+            return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
+        assert done.compaction.state is not None
+        after = self.estimation.count(self.history(body, done.messages, None))
+        return EditedResponse(
+            body={**forwarded, "input": done.messages},
+            item=compaction_item(new_item_id(), done.compaction.state),
+            compaction=done.compaction,
+            tokens_before=counted.estimate.tokens,
+            tokens_after=after.estimate.tokens,
+        )
+
+    async def compact(
+        self,
+        body: dict[str, Any],
+        tenant: str = "",
+        caller_gone: CallerGone = lambda: False,
+        *,
+        session_bound: bool = False,
+    ) -> dict[str, Any]:
+        """`POST /v1/responses/compact`: the compacted window (CompactedResponse)."""
+        refuse_server_state(body, session_bound)
+        items = self.expand(body, tenant)
+        history = self.history(body, items, None)
+        options = CompactOptions(force=True, trigger="native")
+        try:
+            done = await compact_natively(
+                self.compaction, self.states, history, options, tenant, caller_gone
+            )
+            compaction = done.compaction
+        except (NothingToCompactError, IneffectiveCompactionError):
+            # Too little to fold: the item carries the window as it is.
+            inline = self.estimation.count(history).inline_system_count
+            state = self.states.seal(uncompacted_state(items, inline), tenant)
+            compaction = NativeCompaction(None, state)
+        assert compaction.state is not None
+        return {
+            "id": new_item_id("resp"),
+            "object": "response.compaction",
+            "created_at": int(time.time()),
+            "output": [*user_messages(items), compaction_item(new_item_id(), compaction.state)],
+            "usage": usage(compaction.input_tokens, compaction.output_tokens),
+        }
+
+    def input_tokens(
+        self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
+    ) -> dict[str, Any]:
+        """`POST /v1/responses/input_tokens`, counted locally (InputTokenCountResponse)."""
+        refuse_server_state(body, session_bound)
+        items = self.expand(body, tenant)
+        counted = self.estimation.count(self.history(body, items, None))
+        return {"object": "response.input_tokens", "input_tokens": counted.estimate.tokens}

@@ -1,0 +1,27 @@
+"""A Responses counting or compaction request bound to a stored session (SPEC §11): the
+session holds the history `previous_response_id` / `conversation` would have named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from app.formats.vendor.native_responses import input_items
+from app.services.native.responses_compaction import SERVER_STATE_FIELDS
+from app.services.proxy.session_binding import new_messages
+from app.services.sessions.service import SessionService
+
+
+async def with_session_context(
+    sessions: SessionService, tenant: str, session_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """`body` with the session's context in front of the request's new items, and the
+    server-side history fields gone (the session stands for them). The session is read,
+    never written: counting and a standalone compaction append nothing."""
+    view = await anyio.to_thread.run_sync(sessions.context, tenant, session_id)
+    items = input_items(body.get("input"))
+    context = list(view.context.messages)
+    fresh = new_messages("responses", items) if context else items
+    kept = {k: v for k, v in body.items() if k not in SERVER_STATE_FIELDS}
+    return {**kept, "input": [*context, *fresh]}
