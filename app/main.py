@@ -106,7 +106,12 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     app.include_router(metrics.router, dependencies=authenticated)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        timeout_seconds=settings.body_timeout_seconds,
+        max_pending_bytes=settings.max_pending_body_bytes,
+    )
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=state.metrics)
     return app

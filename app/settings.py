@@ -35,6 +35,13 @@ class Settings(BaseSettings):
     # Serving beyond loopback without API keys must be asked for explicitly.
     allow_unauthenticated: bool = False
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    # Slow clients: a request's headers and its body must each arrive within these, and
+    # the bodies being received or handled at once may hold at most this many bytes.
+    header_timeout_seconds: float = Field(default=30.0, gt=0)
+    body_timeout_seconds: float = Field(default=60.0, gt=0)
+    max_pending_body_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    # A summarizer reply larger than this (after decompression) is refused unread.
+    summarizer_max_reply_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     models_file: Path | None = None
     fallback_context_window: int = Field(default=128_000, gt=0)
     image_tokens: int = Field(default=1200, ge=0)

@@ -26,6 +26,8 @@ from app.engine.system_prompt import InvalidSystemPromptError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
+    RejectedValueError,
+    SchemaNotAtHeadError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
@@ -84,6 +86,8 @@ _DOMAIN_STATUS: list[tuple[type[CompactorError], int, str, str]] = [
     (SessionNotFoundError, 404, "Session not found", "session-not-found"),
     (CompactionConflictError, 409, "Compaction conflict", "compaction-conflict"),
     (IdempotencyMismatchError, 422, "Idempotency key reused", "idempotency-key-reused"),
+    (RejectedValueError, 422, "Value refused by the store", "value-refused"),
+    (SchemaNotAtHeadError, 503, "Database schema out of date", "schema-not-at-head"),
     (StoreUnavailableError, 503, "Session store unavailable", "store-unavailable"),
     (SummarizerTimeoutError, 504, "Summarizer timed out", "summarizer-timeout"),
     (SummarizerUnavailableError, 503, "Summarizer unavailable", "summarizer-unavailable"),

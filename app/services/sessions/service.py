@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.engine.compaction.marker import SummaryMarker
@@ -42,10 +42,10 @@ from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
     SessionNotFoundError,
-    StoreUnavailableError,
 )
 from app.services.sessions.records import record_fields
 from app.services.sessions.stall import stall_of, waits_for_new_entries
+from app.services.sessions.store_errors import store_error
 from app.store.models import CompactionRow, IdempotencyKeyRow, SessionRow
 from app.store.repositories import (
     CompactionRepository,
@@ -111,10 +111,11 @@ class SessionService:
         try:
             with self._sessions.begin() as db:
                 yield db
-        except OperationalError as exc:
-            raise StoreUnavailableError(
-                f"the session store is unavailable: {exc.orig or exc}"
-            ) from exc
+        except DBAPIError as exc:
+            translated = store_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
     def _require(self, db: Session, tenant: str, session_id: str) -> SessionRow:
         row = SessionRepository(db).get(session_id, tenant)
