@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -31,7 +32,7 @@ from app.services.summarizers import (
 )
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
-from app.store.migrate import upgrade
+from app.store.migrate import schema_problem, upgrade
 from app.tokenizers.bpe import TokenizerRegistry
 
 
@@ -73,6 +74,9 @@ def create_app(settings: Settings | None = None, summarizer: Summarizer | None =
         state.tokenizers.warm()
         if settings.migrate_on_start:
             await anyio.to_thread.run_sync(upgrade, settings.database_url)
+        elif problem := await anyio.to_thread.run_sync(schema_problem, settings.database_url):
+            # Serve anyway (health and stateless routes work); session routes answer 503.
+            logging.getLogger("compactor.startup").error(problem)
         async with AsyncExitStack() as stack:
             stack.callback(state.db.dispose)
             if summarizer is None and needs_http_client(settings):

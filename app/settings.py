@@ -49,12 +49,15 @@ class Settings(BaseSettings):
     # Comma-separated absolute directories the service may read prompt files from.
     workspace_roots: str | None = None
 
-    def api_key_spec(self) -> str:
-        """The configured `tenant:key` list from the variable and/or the file."""
-        parts = [self.api_keys.get_secret_value()] if self.api_keys else []
+    def api_key_spec(self) -> str | None:
+        """The configured `tenant:key` list from the variable and/or the file; None when
+        neither is set. An empty variable counts as unset; a blank but non-empty value or
+        a keys file without keys is returned as is, to be refused."""
+        given = self.api_keys.get_secret_value() if self.api_keys is not None else ""
+        parts = [given] if given else []
         if self.api_keys_file is not None:
             parts.append(self.api_keys_file.read_text("utf-8").replace("\n", ","))
-        return ",".join(parts)
+        return ",".join(parts) if parts else None
 
     @property
     def migrate_on_start(self) -> bool:

@@ -31,6 +31,7 @@ from app.formats.registry import FORMATS
 from app.services.clearing import clear_settings_from, clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import CountedHistory, EstimationService
+from app.services.format_mismatch import mismatch_error
 from app.services.history import CompactOptions
 from app.services.json_bytes import json_bytes
 from app.services.sessions.context import (
@@ -220,8 +221,14 @@ class SessionService:
         fmt = session_format(row, messages)
         # Undecided (None) means valid in every format; the default parser checks it again.
         parser = FORMATS.get(fmt) if fmt else FORMATS.default
-        for i, message in enumerate(messages):
-            parser.parse_message(message, f"messages[{i}]")
+        try:
+            for i, message in enumerate(messages):
+                parser.parse_message(message, f"messages[{i}]")
+        except InvalidHistoryError as exc:
+            if row.format is None:
+                raise
+            claim = f"this session is in {parser.name} format"
+            raise mismatch_error(exc, parser, messages, claim) from exc
         if row.format is None and fmt is not None:
             row.format = fmt
         result = AppendResult(appended=0, first_seq=None, last_seq=None)
