@@ -207,7 +207,10 @@ class SessionService:
         idempotency_key: str | None,
         request_hash: str,
     ) -> AppendResult:
-        row = self._require(db, tenant, session_id)
+        # Locked: the format and system prefix decided below must see every earlier append.
+        row = SessionRepository(db).lock(session_id, tenant)
+        if row is None:
+            raise SessionNotFoundError(f"session {session_id} not found")
         if idempotency_key is not None:
             replay = self._replay(db, session_id, idempotency_key, request_hash)
             if replay is not None:
