@@ -11,6 +11,7 @@ import anyio
 import orjson
 from fastapi import HTTPException
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -100,3 +101,13 @@ class OrjsonRoute(APIRoute):
             return await handler(OrjsonRequest(request.scope, request.receive))
 
         return parse_with_orjson
+
+
+async def answer_off_loop(build: Callable[[], BaseModel]) -> Response:
+    """The JSON answer of an async endpoint, built and serialized in a worker thread: a
+    history of many megabytes would otherwise hold the event loop while it is encoded."""
+
+    def encode() -> Response:
+        return Response(build().model_dump_json(), media_type="application/json")
+
+    return await anyio.to_thread.run_sync(encode)

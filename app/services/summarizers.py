@@ -102,7 +102,11 @@ def build_summarizer(
         # An unregistered model (a local Ollama name, say) still has a window: assume the
         # fallback one, so long histories are folded in chunks instead of overflowing it.
         entry = replace(entry, context_window=registry.fallback_window)
-    retry = RetryPolicy(max_retries=settings.summarizer_max_retries, on_retry=on_retry)
+    retry = RetryPolicy(
+        max_retries=settings.summarizer_max_retries,
+        on_retry=on_retry,
+        max_reply_bytes=settings.summarizer_max_reply_bytes,
+    )
     summarizer_class: type[anthropic.AnthropicSummarizer | openai_compat.OpenAICompatibleSummarizer]
     if config.provider == "anthropic":
         summarizer_class = anthropic.AnthropicSummarizer

@@ -12,7 +12,7 @@ from app.api.disconnect import run_until_disconnect
 from app.api.limits import MAX_OFFSET
 from app.api.mappers.sessions import compaction_out, context_out, prepare_out, session_out
 from app.api.problems import Problem
-from app.api.routing import OrjsonRoute
+from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.sessions import (
     AppendIn,
     AppendOut,
@@ -111,12 +111,12 @@ def get_context(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> Co
 @router.post("/{session_id}/prepare", response_model=PrepareOut, responses=_COMPACT)
 async def prepare(
     session_id: SessionId, request: Request, tenant: Tenant, sessions: Sessions
-) -> PrepareOut:
+) -> Response:
     """Before-turn hook: estimate, compact when over the threshold, return the context."""
     result = await run_until_disconnect(
         request, lambda gone: sessions.prepare(tenant, session_id, gone)
     )
-    return prepare_out(result)
+    return await answer_off_loop(lambda: prepare_out(result))
 
 
 @router.post("/{session_id}/compact", response_model=PrepareOut, responses=_COMPACT)
@@ -126,7 +126,7 @@ async def compact_session(
     request: Request,
     tenant: Tenant,
     sessions: Sessions,
-) -> PrepareOut:
+) -> Response:
     """Compact now (manual, or overflow after a context-too-long error); 409 if nothing."""
     result = await run_until_disconnect(
         request,
@@ -140,7 +140,7 @@ async def compact_session(
             strategy=body.strategy,
         ),
     )
-    return prepare_out(result)
+    return await answer_off_loop(lambda: prepare_out(result))
 
 
 @router.get("/{session_id}/compactions", response_model=CompactionListOut, responses=_READ)
