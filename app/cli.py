@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +22,9 @@ app = typer.Typer(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Worker processes (metrics are summed over all).")
+    ] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Run the HTTP service on its configured defaults."""
@@ -50,17 +54,26 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        log_config=json_log_config(log_level),
-        access_log=False,
-        http=NoDelayH11Protocol,
-    )
+    metrics_dir = None
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Workers share their metrics through files in a fresh folder (removed at exit).
+        metrics_dir = tempfile.mkdtemp(prefix="compactor-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            log_config=json_log_config(log_level),
+            access_log=False,
+            http=NoDelayH11Protocol,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _load_request(path: Path) -> dict[str, Any]:
