@@ -76,7 +76,7 @@ class Metrics:
         if self.multiprocess_dir is None:
             return generate_latest(self.registry)
         combined = CollectorRegistry()
-        MultiProcessCollector(combined, path=self.multiprocess_dir)
+        MultiProcessCollector(combined, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
         return generate_latest(combined)
 
     # The CompactionObserver protocol of app.services.compaction:
