@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 # Fields of the OpenAI Chat Completions and Responses requests and of the Anthropic
@@ -78,11 +78,11 @@ class StrictBody(BaseModel):
     # Accepted and ignored (the provider request fields on the history endpoints).
     ignored_fields: ClassVar[frozenset[str]] = frozenset()
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _refuse_unknown_fields(cls, data: Any) -> Any:
+    def _refuse_unknown_fields(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
         if not isinstance(data, dict):
-            return data
+            return handler(data)
         unknown = [
             key
             for key in data
@@ -91,9 +91,30 @@ class StrictBody(BaseModel):
             and key not in cls.ignored_fields
         ]
         if not unknown:
-            return data
-        problems = "; ".join(unknown_field_message(cls, key) for key in unknown[:5])
-        raise PydanticCustomError("unknown_field", "{problems}", {"problems": problems})
+            return handler(data)
+        # The unknown fields are reported beside every other problem of the body, each at
+        # its own location, with the field probably meant.
+        line_errors: list[Any] = [
+            {
+                "type": PydanticCustomError("unknown_field", unknown_field_message(cls, key)),
+                "loc": (key,),
+                "input": data[key],
+            }
+            for key in unknown
+        ]
+        try:
+            handler({k: v for k, v in data.items() if k not in unknown})
+        except ValidationError as exc:
+            # Re-raised as they were: same location, message and type name.
+            line_errors.extend(
+                {
+                    "type": PydanticCustomError(error["type"], error["msg"]),
+                    "loc": error["loc"],
+                    "input": error["input"],
+                }
+                for error in exc.errors(include_url=False)
+            )
+        raise ValidationError.from_exception_data(cls.__name__, line_errors)
 
 
 def unknown_field_message(model: type[BaseModel], name: str) -> str:
