@@ -167,6 +167,21 @@ def test_unknown_estimate_field_is_422(client: TestClient) -> None:
     _problem(response, 422, "unknown field 'reserve_token'; did you mean 'reserve_tokens'?")
 
 
+def test_one_body_serves_estimate_and_compact(client: TestClient) -> None:
+    body = {
+        "messages": HISTORY,
+        "keep_recent_tokens": 10,
+        "force": True,
+        "instructions": "keep paths",
+        "strategy": "summarize",
+        "thinking": "low",
+    }
+    assert client.post("/estimate", json=body).status_code == 200
+    assert client.post("/compact", json=body).status_code in (200, 409)
+    typo = client.post("/estimate", json={"messages": HISTORY, "keep_recent": 1})
+    _problem(typo, 422, "did you mean 'keep_recent_tokens'?")
+
+
 @pytest.mark.parametrize("endpoint", ["/estimate", "/compact"])
 def test_provider_request_fields_are_accepted_and_ignored(
     client: TestClient, endpoint: str

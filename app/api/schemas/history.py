@@ -83,10 +83,6 @@ class HistoryIn(ContextSettingsIn):
         return self
 
 
-class EstimateIn(HistoryIn):
-    """Body of POST /estimate."""
-
-
 class CompactIn(HistoryIn, CompactionSettingsIn):
     """Body of POST /compact."""
 
@@ -106,6 +102,17 @@ class CompactIn(HistoryIn, CompactionSettingsIn):
     @classmethod
     def _provider_thinking_is_ignored(cls, value: Any) -> Any:
         return None if isinstance(value, dict) else value
+
+
+class EstimateIn(HistoryIn):
+    """Body of POST /estimate.
+
+    The fields of POST /compact are accepted and ignored too: a caller may send one body
+    to both (estimate first, compact when it says so)."""
+
+    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS | (
+        frozenset(CompactIn.model_fields) - frozenset(HistoryIn.model_fields)
+    )
 
 
 class Breakdown(BaseModel):

@@ -120,7 +120,8 @@ class StrictBody(BaseModel):
 def unknown_field_message(model: type[BaseModel], name: str) -> str:
     """`unknown field 'x'`, with the field most likely meant when there is one."""
     known = list(model.model_fields)
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    accepted = [*known, *sorted(getattr(model, "ignored_fields", ()))]
+    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
     if close:
         return f"unknown field {name!r}; did you mean {close[0]!r}?"
     nested = _nested_fields(model)
