@@ -34,14 +34,20 @@ def serve(
 
     from app.api.auth import parse_api_keys
     from app.json_logging import json_log_config
+    from app.registry import load_registry
     from app.serving import NoDelayH11Protocol
     from app.settings import Settings
     from app.store.database import normalize_url
+    from app.store.migrate import upgrade
 
     settings = Settings()
     # Configuration errors stop here, as one line, before any worker starts.
     keys = parse_api_keys(settings.api_key_spec())
     normalize_url(settings.database_url)
+    load_registry(settings.models_file, settings.fallback_context_window)
+    if settings.migrate_on_start:
+        # Here a failure is one line; the workers' own start-up then finds nothing to do.
+        upgrade(settings.database_url)
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:

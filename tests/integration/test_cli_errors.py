@@ -84,6 +84,8 @@ def test_an_empty_variable_means_no_keys(tmp_path: Path) -> None:
         ({"COMPACTOR_MAX_BODY_BYTES": "0"}, "COMPACTOR_MAX_BODY_BYTES"),
         ({"COMPACTOR_DATABASE_URL": "mysql://x/y"}, "unsupported database URL"),
         ({"COMPACTOR_WORKSPACE_ROOTS": "relative/dir"}, "not an absolute path"),
+        ({"COMPACTOR_DATABASE_URL": "sqlite:////proc/no/such/dir/c.db"}, "/proc/no"),
+        ({"COMPACTOR_MODELS_FILE": "/no/such/models.json"}, "/no/such/models.json"),
     ],
 )
 def test_serve_refuses_bad_configuration_in_one_line(
