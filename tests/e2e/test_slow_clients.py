@@ -18,14 +18,14 @@ from tests.live_server import live_server
 
 
 class QuickHeaders(NoDelayH11Protocol):
-    header_timeout_seconds: ClassVar[float | None] = 0.5
+    header_timeout_seconds: ClassVar[float | None] = 2.0
 
 
 @pytest.fixture
 def base_url(tmp_path: Path) -> Iterator[str]:
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'slow.db'}",
-        body_timeout_seconds=0.5,
+        body_timeout_seconds=2.0,
         max_body_bytes=10_000,
         max_pending_body_bytes=15_000,
     )
