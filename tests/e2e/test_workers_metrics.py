@@ -30,6 +30,7 @@ def two_workers(tmp_path: Path) -> Iterator[str]:
     env = {
         **os.environ,
         "COMPACTOR_DATABASE_URL": f"sqlite:///{tmp_path / 'workers.db'}",
+        "TMPDIR": str(tmp_path),  # where serve makes the workers' metrics folder
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", "2"]
@@ -48,6 +49,7 @@ def two_workers(tmp_path: Path) -> Iterator[str]:
             except httpx.TransportError:
                 pass
             time.sleep(0.2)
+        assert list(tmp_path.glob("compactor-metrics-*")), "no shared metrics folder"
         yield url
     finally:
         server.terminate()
@@ -56,6 +58,7 @@ def two_workers(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=30)
+    assert not list(tmp_path.glob("compactor-metrics-*")), "the metrics folder was left behind"
 
 
 def _healthz_count(metrics: str) -> float:
