@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from app.api.deps import Compaction, Estimation
 from app.api.disconnect import run_until_disconnect
 from app.api.mappers.history import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import documented
-from app.api.routing import OrjsonRoute
+from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.history import CompactIn, CompactOut, EstimateIn, EstimateOut
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 
@@ -29,11 +29,11 @@ def estimate(body: EstimateIn, estimation: Estimation) -> EstimateOut:
     response_model=CompactOut,
     responses=_COMPACT_ERRORS,
 )
-async def compact(body: CompactIn, request: Request, compaction: Compaction) -> CompactOut:
+async def compact(body: CompactIn, request: Request, compaction: Compaction) -> Response:
     """Fold the older part of a history into one summary message, keep the recent part."""
     history, options = history_input(body), compact_options(body)
     # A client that disconnects cancels the compaction, and with it the model call.
     outcome = await run_until_disconnect(
         request, lambda caller_gone: compaction.compact(history, options, caller_gone)
     )
-    return compact_out(body, outcome)
+    return await answer_off_loop(lambda: compact_out(body, outcome))
