@@ -36,12 +36,19 @@ OPERATIONS = sorted(
     if not path.startswith("/v1/")
 )
 
+# Relayed to an upstream, whose statuses (5xx included) reach the caller unchanged. The
+# vendor counting and compaction routes (/v1/messages/count_tokens, ...) answer locally
+# and are fuzzed like the rest.
+RELAYED = {"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models"}
+
 # Operations that take input at all: the only ones with invalid cases to generate.
 WITH_INPUT = sorted(
     f"{method.upper()} {path}"
     for path, methods in json.loads(openapi_json())["paths"].items()
     for method, operation in methods.items()
-    if operation.get("parameters") or operation.get("requestBody")
+    if (operation.get("parameters") or operation.get("requestBody"))
+    and path not in RELAYED
+    and not path.startswith("/v1/models/")
 )
 PROBLEM_JSON = "application/problem+json"
 
