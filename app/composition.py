@@ -162,7 +162,11 @@ def build_summarizer(
         entry=entry,
         provider=config.provider,
         timeout_seconds=settings.summarizer_timeout_seconds,
-        retry=RetryPolicy(max_retries=settings.summarizer_max_retries, on_retry=on_retry),
+        retry=RetryPolicy(
+            max_retries=settings.summarizer_max_retries,
+            on_retry=on_retry,
+            max_reply_bytes=settings.summarizer_max_reply_bytes,
+        ),
     )
 
 

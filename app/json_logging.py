@@ -42,5 +42,9 @@ def json_log_config(level: str = "info") -> dict[str, Any]:
             "uvicorn.error": {"handlers": [], "propagate": True},
             "uvicorn.access": {"handlers": [], "propagate": False},
             "alembic": {"level": "WARNING"},
+            # httpx logs every request URL at INFO, query string included: a caller's
+            # `?api-key=` for the upstream must never reach the logs.
+            "httpx": {"level": "WARNING"},
+            "httpcore": {"level": "WARNING"},
         },
     }

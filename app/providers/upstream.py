@@ -127,12 +127,19 @@ class UpstreamClient:
         request = self._client.build_request(
             method, url + (f"?{query}" if query else ""), headers=list(headers), content=body
         )
+        # Errors name the upstream by host only: its configured URL may carry a user and
+        # password, and the caller has no business knowing the internal address anyway.
+        where = request.url.host or "configured"
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TimeoutException as exc:
-            raise UpstreamTimeoutError(f"the upstream at {url} did not answer: {exc}") from exc
+            raise UpstreamTimeoutError(
+                f"the {where} upstream did not answer in time ({type(exc).__name__})"
+            ) from exc
         except httpx.HTTPError as exc:
-            raise UpstreamUnavailableError(f"the upstream at {url} is unreachable: {exc}") from exc
+            raise UpstreamUnavailableError(
+                f"the {where} upstream is unreachable ({type(exc).__name__})"
+            ) from exc
         return UpstreamAnswer(
             status=response.status_code,
             headers=answer_headers(response.headers),

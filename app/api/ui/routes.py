@@ -42,6 +42,9 @@ _environment.filters["tokens"] = lambda n: f"{n:,}"
 _environment.filters["short_tokens"] = tokens_label
 templates = Jinja2Templates(env=_environment)
 
+# Far past any real transcript; bounds what reaches the database as an offset.
+MAX_PAGE = 10**9
+
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 Viewer = Annotated[str | None, Depends(ui_tenant)]
@@ -82,7 +85,7 @@ def sessions_page(
     request: Request,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> Response:
     """The viewer's sessions, newest first, a page at a time."""
     if viewer is None:
@@ -101,7 +104,7 @@ def session_page(
     session_id: str,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> Response:
     """One session: its token curve, compactions with summary diffs, and its transcript."""
     if viewer is None:

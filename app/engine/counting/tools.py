@@ -108,7 +108,12 @@ class _Renderer:
     def properties(self, schema: Mapping[str, Any], depth: int) -> str:
         style = self.style
         required = schema.get("required")
-        required_names = set(required) if isinstance(required, list) else set()
+        # Caller input, unvalidated: a non-string name in `required` marks nothing.
+        required_names = (
+            {n for n in required if isinstance(n, str)} if isinstance(required, list) else set()
+        )
+        if isinstance(required, list) and len(required_names) != len(required):
+            self.guessed()
         properties = schema.get("properties")
         if not isinstance(properties, Mapping):
             return ""
@@ -139,7 +144,11 @@ class _Renderer:
         enum = schema.get("enum")
         if isinstance(kind, list):
             self.guessed()
-            return " | ".join(_PRIMITIVES.get(k, str(k)) for k in kind)
+            return " | ".join(_PRIMITIVES.get(k, k) if isinstance(k, str) else "any" for k in kind)
+        if kind is not None and not isinstance(kind, str):
+            # `type: {}` or another non-string: no rule renders it; count it as `any`.
+            self.guessed()
+            return "any"
         if isinstance(enum, list) and enum and kind in ("string", "number", "integer", None):
             if kind is None:
                 self.guessed()

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import zlib
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from app.engine.errors import CompactionStateError
 
 PREFIX = "ccs1."
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_.=-]+")
 # A decompressed payload larger than this is refused (the state of one compaction is a
 # summary and a kept tail: far below it).
 MAX_STATE_BYTES = 64 * 1024 * 1024
@@ -54,13 +56,20 @@ class StateSigner:
     def open(self, token: str, tenant: str = "", where: str = "encrypted_content") -> Any:
         """The payload of a token this service sealed for `tenant`; anything else raises
         CompactionStateError."""
-        if not isinstance(token, str) or not token.startswith(PREFIX) or token.count(".") != 2:
+        # Only base64url and the separators: anything else (a non-ASCII character, say) is
+        # not ours, and must not reach the MAC (compare_digest refuses non-ASCII text).
+        if (
+            not isinstance(token, str)
+            or not token.startswith(PREFIX)
+            or token.count(".") != 2
+            or not _TOKEN_CHARS.fullmatch(token)
+        ):
             raise CompactionStateError(
                 f"{where}: not a compaction state written by this service; send back the "
                 "compaction item exactly as the service returned it"
             )
         body, mac = token[len(PREFIX) :].split(".")
-        if not hmac.compare_digest(mac, self._mac(body)):
+        if not hmac.compare_digest(mac.encode("ascii"), self._mac(body).encode("ascii")):
             raise CompactionStateError(
                 f"{where}: the compaction state's signature does not match: it was altered, "
                 "or written by another deployment (or before a restart, when "
