@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pytest
 
 from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES
@@ -233,3 +234,18 @@ def test_new_messages_are_those_after_the_last_assistant_message() -> None:
         {"type": "function_call_output", "call_id": "c", "output": "x"},
     ]
     assert new_messages("responses", items) == items[3:]
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": [{"index": 0, "delta": "x"}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": ["x"]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"function": {"name": 5}}]}}]},
+    ],
+)
+def test_an_odd_stream_event_stops_recording_not_the_stream(chunk: dict[str, Any]) -> None:
+    # Found by review: an AttributeError here cut a session-bound stream mid-answer.
+    capture = ReplyCapture(CHAT_COMPLETIONS)
+    assert capture.feed(b"data: " + orjson.dumps(chunk) + b"\n\n") is False
+    assert capture.reply() is None

@@ -197,12 +197,6 @@ def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, lis
     return cost.fixed, cost.texts
 
 
-def count_message(message: Message, tokenizer: Tokenizer, rules: CountingRules) -> int:
-    """Tokens one message costs, framing included."""
-    cost = message_cost(message, rules)
-    return cost.fixed + rules.scaled(sum(tokenizer.count(text) for text in cost.texts))
-
-
 def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> int:
     """Tokens of a top-level system prompt (Anthropic `system`, or a given system text)."""
     if not text:

@@ -107,10 +107,6 @@ class ImageCostRule:
     max_long_edge: int = 1568
     max_pixels: int = 1_150_000
 
-    def needs_size(self, detail: str | None) -> bool:
-        """False when the cost does not depend on the pixel size (tiles at detail low)."""
-        return not (self.kind is ImageRuleKind.TILES and detail == "low")
-
     def tokens(self, width: int | None, height: int | None, detail: str | None) -> int | None:
         """The image's cost, or None when it needs a pixel size that is unknown."""
         if self.kind is ImageRuleKind.TILES and detail == "low":

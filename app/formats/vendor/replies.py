@@ -122,7 +122,13 @@ class ReplyCapture:
                 return False
             if isinstance(payload, dict):
                 self._seen = True
-                self._event(payload)
+                try:
+                    self._event(payload)
+                except (AttributeError, TypeError, KeyError, ValueError):
+                    # An event of a shape we do not know (a string delta, a numeric name):
+                    # stop recording, never the relay. The caller still gets every byte.
+                    self._broken = True
+                    return False
                 if payload.get("type") in _FINAL_EVENTS:
                     self.finished = True
         return self.finished
