@@ -83,6 +83,31 @@ def test_an_ineffective_summary_is_not_paid_for_on_every_turn(
     assert len(summarizer.received) == 3
 
 
+def test_a_summary_that_leaves_the_history_over_the_threshold_is_not_redone_every_turn(
+    compacting_proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    client = openai_client(compacting_proxy, **{"X-Compactor-Key": "key-aaaaaaaa"})
+    history: list[dict[str, Any]] = []
+    for i in range(6):
+        history += [
+            {"role": "user", "content": f"Step {i}: " + " ".join(f"w{i}x{j}" for j in range(150))},
+            {"role": "assistant", "content": f"done {i}"},
+        ]
+    history.append({"role": "user", "content": huge()})
+    for turn in range(4):
+        raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+        assert raw.headers["x-compactor-compacted"] == "true"
+        # The huge message alone keeps the compacted history over the threshold.
+        assert int(raw.headers["x-compactor-tokens-after"]) > THRESHOLD
+        sent = upstream.bodies("/chat/completions")[-1]["messages"]
+        assert sent[0]["content"].startswith(SUMMARY_MARKER_PREFIX)
+        history += [
+            {"role": "assistant", "content": f"read it ({turn})"},
+            {"role": "user", "content": f"and now {turn}?"},
+        ]
+    assert len(summarizer.received) == 1
+
+
 def test_a_plain_text_responses_input_is_counted_and_forwarded_as_sent(
     compacting_proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
