@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +22,9 @@ app = typer.Typer(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Worker processes (metrics are summed over all).")
+    ] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Run the HTTP service on its configured defaults."""
@@ -27,16 +32,27 @@ def serve(
 
     import uvicorn
 
+    from app.api.auth import parse_api_keys
     from app.json_logging import json_log_config
+    from app.registry import load_registry
     from app.serving import NoDelayH11Protocol
     from app.settings import Settings
+    from app.store.database import normalize_url
+    from app.store.migrate import upgrade
 
     settings = Settings()
+    # Configuration errors stop here, as one line, before any worker starts.
+    keys = parse_api_keys(settings.api_key_spec())
+    normalize_url(settings.database_url)
+    load_registry(settings.models_file, settings.fallback_context_window)
+    if settings.migrate_on_start:
+        # Here a failure is one line; the workers' own start-up then finds nothing to do.
+        upgrade(settings.database_url)
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = host == "localhost"
-    if not loopback and not settings.api_key_spec() and not settings.allow_unauthenticated:
+    if not loopback and not keys and not settings.allow_unauthenticated:
         typer.echo(
             f"refusing to serve on {host} without API keys: set COMPACTOR_API_KEYS "
             "(tenant:key,...) or COMPACTOR_API_KEYS_FILE, or set "
@@ -44,17 +60,26 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        log_config=json_log_config(log_level),
-        access_log=False,
-        http=NoDelayH11Protocol,
-    )
+    metrics_dir = None
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Workers share their metrics through files in a fresh folder (removed at exit).
+        metrics_dir = tempfile.mkdtemp(prefix="compactor-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            log_config=json_log_config(log_level),
+            access_log=False,
+            http=NoDelayH11Protocol,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _load_request(path: Path) -> dict[str, Any]:
@@ -74,8 +99,9 @@ def estimate(
     file: Annotated[Path, typer.Argument(help="A request body (JSON) with messages.")],
     model: Annotated[str | None, typer.Option(help="Model name for window and tokenizer.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the /estimate answer.")] = False,
+    table: Annotated[bool, typer.Option(help="Print the per-message table.")] = True,
 ) -> None:
-    """Print a token breakdown of a history file."""
+    """Print a token breakdown of a history file, message by message."""
     from app.api.mappers.history import estimate_out, history_input
     from app.api.schemas.history import EstimateIn
     from app.composition import build_state
@@ -86,11 +112,14 @@ def estimate(
         doc["model"] = model
     body = EstimateIn.model_validate(doc)
     state = build_state(Settings())
-    out = estimate_out(state.estimation.count(history_input(body)))
+    counted = state.estimation.count(history_input(body))
+    out = estimate_out(counted)
     if as_json:
         typer.echo(out.model_dump_json(indent=2))
         return
+    detected = "given" if body.format else "detected"
     rows = [
+        ("format", f"{counted.format} ({detected})"),
         ("model", out.model or "(unknown)"),
         ("encoding", f"{out.encoding} ({'exact' if out.exact else 'approximate'})"),
         ("system", f"{out.breakdown.system:>10,}"),
@@ -102,8 +131,32 @@ def estimate(
         ("should compact", "yes" if out.should_compact else "no"),
     ]
     width = max(len(label) for label, _ in rows)
+    if table:
+        typer.echo(f"{'#':>5}  {'role':<10} {'tokens':>9}  content")
+        for index, (message, tokens) in enumerate(zip(body.messages, out.per_message, strict=True)):
+            role = str(message.get("role") or message.get("type") or "?")[:10]
+            typer.echo(f"{index:>5}  {role:<10} {tokens:>9,}  {_preview(message)}")
+        typer.echo("")
     for label, value in rows:
         typer.echo(f"{label:<{width}}  {value}")
+
+
+def _preview(message: dict[str, Any], width: int = 60) -> str:
+    """The start of a message's first text (or what it carries instead), on one line."""
+    content = message.get("content", message.get("output", message.get("arguments")))
+    if isinstance(content, list):
+        texts = [
+            b.get("text") or b.get("thinking")
+            for b in content
+            if isinstance(b, dict) and (b.get("text") or b.get("thinking"))
+        ]
+        kinds = [str(b.get("type")) for b in content if isinstance(b, dict)]
+        content = texts[0] if texts else "[" + ", ".join(kinds) + "]"
+    if not content and message.get("tool_calls"):
+        names = [str((c.get("function") or {}).get("name")) for c in message["tool_calls"]]
+        content = "tool calls: " + ", ".join(names)
+    text = " ".join(str(content or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @app.command()
@@ -186,7 +239,16 @@ def openapi(
 
 
 def main() -> None:
-    app()
+    """The console entry point: an operator's mistake is one line on stderr and exit 2."""
+    try:
+        app()
+    except Exception as exc:
+        if os.environ.get("COMPACTOR_TRACEBACK"):
+            raise
+        from app.cli_errors import describe
+
+        typer.echo(f"error: {describe(exc)}", err=True)
+        sys.exit(2)
 
 
 __all__ = ["app", "main"]

@@ -7,6 +7,7 @@ migrates, disposes). The app lifespan, the CLI and tests all go through these tw
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -44,7 +45,7 @@ from app.services.system_prompt import SystemPromptService
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
-from app.store.migrate import upgrade
+from app.store.migrate import schema_problem, upgrade
 from app.tokenizers.bpe import TokenizerRegistry
 
 # The model half of a summarizer, by the wire its provider speaks.
@@ -244,6 +245,9 @@ async def running_state(
         state.tokenizers.warm()
         if settings.migrate_on_start:
             await anyio.to_thread.run_sync(upgrade, settings.database_url)
+        elif problem := await anyio.to_thread.run_sync(schema_problem, settings.database_url):
+            # Serve anyway (health and stateless routes work); session routes answer 503.
+            logging.getLogger("compactor.startup").error(problem)
         await open_proxy(state, stack)
         state.ready = True
         try:

@@ -67,7 +67,12 @@ def create_app(
     app.include_router(proxy.router)
     # The inspector checks the key itself: a browser brings it in a cookie.
     app.include_router(ui_router)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        timeout_seconds=settings.body_timeout_seconds,
+        max_pending_bytes=settings.max_pending_body_bytes,
+    )
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=observed)
     return app

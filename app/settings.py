@@ -42,6 +42,13 @@ class Settings(BaseSettings):
     # Serving beyond loopback without API keys must be asked for explicitly.
     allow_unauthenticated: bool = False
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    # Slow clients: a request's headers and its body must each arrive within these, and
+    # the bodies being received or handled at once may hold at most this many bytes.
+    header_timeout_seconds: float = Field(default=30.0, gt=0)
+    body_timeout_seconds: float = Field(default=60.0, gt=0)
+    max_pending_body_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    # A summarizer reply larger than this (after decompression) is refused unread.
+    summarizer_max_reply_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     models_file: Path | None = None
     fallback_context_window: int = Field(default=128_000, gt=0)
     image_tokens: int = Field(default=1200, ge=0)
@@ -77,12 +84,15 @@ class Settings(BaseSettings):
     # Summaries of resent history prefixes kept per tenant (oldest evicted first).
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
 
-    def api_key_spec(self) -> str:
-        """The configured `tenant:key` list from the variable and/or the file."""
-        parts = [self.api_keys.get_secret_value()] if self.api_keys else []
+    def api_key_spec(self) -> str | None:
+        """The configured `tenant:key` list from the variable and/or the file; None when
+        neither is set. An empty variable counts as unset; a blank but non-empty value or
+        a keys file without keys is returned as is, to be refused."""
+        given = self.api_keys.get_secret_value() if self.api_keys is not None else ""
+        parts = [given] if given else []
         if self.api_keys_file is not None:
             parts.append(self.api_keys_file.read_text("utf-8").replace("\n", ","))
-        return ",".join(parts)
+        return ",".join(parts) if parts else None
 
     @property
     def migrate_on_start(self) -> bool:

@@ -11,21 +11,40 @@ from app.api.deps import get_state
 from app.api.problems import ApiError
 
 DEFAULT_TENANT = "default"
+MIN_KEY_LENGTH = 8
 
 
-def parse_api_keys(spec: str) -> dict[str, str]:
-    """`tenant:key,tenant:key` → {key: tenant}; raises ValueError naming the bad entry."""
+def parse_api_keys(spec: str | None) -> dict[str, str]:
+    """`tenant:key,tenant:key` → {key: tenant}; raises ValueError naming the bad entry.
+
+    None means no keys are configured. Configuration that is there but holds no key
+    (" ", ",,,", a file with only a newline) is refused: starting unauthenticated because
+    a secret came out blank is the one failure nobody would notice. So is one key given
+    to two tenants (which tenant would its caller be?)."""
+    if spec is None:
+        return {}
     keys: dict[str, str] = {}
     for index, item in enumerate(part.strip() for part in spec.split(",")):
         if not item:
             continue
         tenant, sep, key = item.partition(":")
-        if not sep or not tenant.strip() or len(key.strip()) < 8:
+        tenant, key = tenant.strip(), key.strip()
+        if not sep or not tenant or len(key) < MIN_KEY_LENGTH:
             raise ValueError(
                 f"COMPACTOR_API_KEYS entry {index + 1} must be tenant:key with a key of at "
-                "least 8 characters"
+                f"least {MIN_KEY_LENGTH} characters"
             )
-        keys[key.strip()] = tenant.strip()
+        owner = keys.setdefault(key, tenant)
+        if owner != tenant:
+            raise ValueError(
+                f"COMPACTOR_API_KEYS entry {index + 1} gives tenant {tenant!r} the key of "
+                f"tenant {owner!r}; every tenant needs a key of its own"
+            )
+    if not keys:
+        raise ValueError(
+            "COMPACTOR_API_KEYS / COMPACTOR_API_KEYS_FILE is set but holds no tenant:key "
+            "entry; give at least one key, or unset both to run without keys"
+        )
     return keys
 
 

@@ -1,7 +1,11 @@
-"""Body size limit, enforced before any parsing (pure ASGI middleware)."""
+"""Request limits enforced before any parsing: body size, body read time, the bytes all
+bodies in flight may hold together (pure ASGI middleware), and JSON nesting depth."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
@@ -10,14 +14,64 @@ from app.api.problems import problem_response
 # every threshold computable; no real context or usage report comes near them.
 MAX_TOKENS = 1_000_000_000_000
 MAX_MESSAGES = 10_000_000
+# Pagination offsets: far beyond any real count, far below the 2**63 databases refuse.
+MAX_OFFSET = 1_000_000_000_000
+# JSON bodies nested deeper are refused: an answer wraps a stored value in a few more
+# levels and the serializer stops at 255, so a deeper value could be stored but never
+# read back. Real tool schemas and content blocks stay far below this.
+MAX_JSON_DEPTH = 128
+
+
+def json_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when `value` nests objects/arrays more than `limit` levels (iterative walk)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+class PendingBodies:
+    """The bytes of request bodies a process holds at once, across all requests."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.held = 0
+
+    def try_take(self, size: int) -> bool:
+        if self.held + size > self.max_bytes:
+            return False
+        self.held += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
 
 
 class BodySizeLimit:
-    """Answers 413 problem+json when a body exceeds `max_bytes`, declared or streamed."""
+    """Answers 413 problem+json when a body exceeds `max_bytes`, declared or streamed; 408
+    when it does not arrive within `timeout_seconds`; 503 while the bodies of requests in
+    flight already hold `max_pending_bytes` (a stalled or slow upload cannot pin memory)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        timeout_seconds: float = 60.0,
+        max_pending_bytes: int | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_seconds = timeout_seconds
+        self.pending = PendingBodies(max_pending_bytes or 8 * max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -27,33 +81,44 @@ class BodySizeLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._reject(scope, receive, send)
             return
-        # Buffer the body while counting: the endpoints read it whole anyway, and a
-        # chunked upload that grows past the limit is refused without being parsed.
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
+        held = 0
+        try:
+            # Buffer the body while counting: the endpoints read it whole anyway, and a
+            # chunked upload that grows past the limit is refused without being parsed.
+            chunks: list[bytes] = []
+            with anyio.move_on_after(self.timeout_seconds) as deadline:
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    if held + len(chunk) > self.max_bytes:
+                        await self._reject(scope, receive, send)
+                        return
+                    if not self.pending.try_take(len(chunk)):
+                        await self._busy(scope, receive, send)
+                        return
+                    held += len(chunk)
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+            if deadline.cancelled_caught:
+                await self._too_slow(scope, receive, send)
                 return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._reject(scope, receive, send)
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        replayed = False
+            body = b"".join(chunks)
+            del chunks
+            replayed = False
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.pending.give_back(held)
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem_response(
@@ -63,4 +128,27 @@ class BodySizeLimit:
             "or raise COMPACTOR_MAX_BODY_BYTES",
             "payload-too-large",
         )
+        await response(scope, receive, send)
+
+    async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem_response(
+            408,
+            "Request timeout",
+            f"the request body did not arrive within {self.timeout_seconds:g} s "
+            "(COMPACTOR_BODY_TIMEOUT_SECONDS); send it faster or in a smaller request",
+            "request-timeout",
+        )
+        response.headers["connection"] = "close"
+        await response(scope, receive, send)
+
+    async def _busy(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem_response(
+            503,
+            "Too many uploads at once",
+            "the request bodies being received already hold "
+            f"{self.pending.max_bytes} bytes (COMPACTOR_MAX_PENDING_BODY_BYTES); retry shortly",
+            "uploads-busy",
+        )
+        response.headers["retry-after"] = "1"
+        response.headers["connection"] = "close"
         await response(scope, receive, send)

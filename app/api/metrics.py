@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _TOKEN_BUCKETS = (1e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1.5e5, 2e5, 5e5, 1e6)
@@ -12,6 +15,10 @@ class Metrics:
     """The service's metrics, in a registry of their own (one per app)."""
 
     def __init__(self) -> None:
+        # Set by `compactor serve --workers N` (N > 1) for every worker: the values live in
+        # files there and each scrape adds up all workers (prometheus_client's multiprocess
+        # mode), so a counter never goes backwards whichever worker answers.
+        self.multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "compactor_http_requests",
@@ -102,6 +109,14 @@ class Metrics:
 
     def overflow_retry(self, api: str, outcome: str) -> None:
         self.proxy_overflow_retries.labels(api, outcome).inc()
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of this process, or of all workers in multiprocess mode."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(combined)
 
     # The CompactionObserver protocol of app.services.compaction:
 

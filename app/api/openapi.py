@@ -1,6 +1,6 @@
 """The OpenAPI document as the app really answers: every error is problem+json, and the
-statuses that middleware and dependencies add (401, 400, 413, 422) are declared on the
-operations they apply to."""
+statuses that middleware and dependencies add (401, 400, 408, 413, 422, 503, and 500 for
+an unexpected failure) are declared on the operations they apply to."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ _DESCRIPTIONS = {
     400: "Malformed JSON",
     401: "Missing or wrong API key",
     404: "Not found",
+    408: "The body did not arrive within COMPACTOR_BODY_TIMEOUT_SECONDS",
     409: "Conflict",
     413: "Body over the size limit",
     422: "The request is invalid; the detail says what to fix",
     499: "The client went away",
+    500: "An unexpected failure; the detail names the request id to report",
     502: "The summarizer failed",
-    503: "A dependency is unavailable",
+    503: "A dependency is unavailable, or too many uploads at once (Retry-After)",
     504: "The summarizer timed out",
 }
 
@@ -48,11 +50,11 @@ def _problem_response(status: int, own: str | None) -> dict[str, Any]:
 
 def _complete(operation: dict[str, Any], path: str) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
-    implied: set[int] = set()
+    implied: set[int] = {500}
     if path not in _UNAUTHENTICATED:
         implied.add(401)
     if "requestBody" in operation:
-        implied.update({400, 413, 422})
+        implied.update({400, 408, 413, 422, 503})
     if operation.get("parameters"):
         implied.add(422)
     for status in implied:

@@ -35,6 +35,8 @@ from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
+    RejectedValueError,
+    SchemaNotAtHeadError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
@@ -133,6 +135,8 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
         409, "Compaction would not shrink the history", "compaction-ineffective"
     ),
     CompactionConflictError: ProblemType(409, "Compaction conflict", "compaction-conflict"),
+    RejectedValueError: ProblemType(422, "Value refused by the store", "value-refused"),
+    SchemaNotAtHeadError: ProblemType(503, "Database schema out of date", "schema-not-at-head"),
     StoreUnavailableError: ProblemType(503, "Session store unavailable", "store-unavailable"),
     SummarizerError: _SUMMARIZER_FAILED,
     SummaryTruncatedError: _SUMMARIZER_FAILED,

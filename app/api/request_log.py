@@ -10,10 +10,12 @@ import uuid
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.metrics import Metrics
+from app.api.problems import problem_response
 
 REQUEST_ID_HEADER = "x-request-id"
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
 access_log = logging.getLogger("compactor.access")
+error_log = logging.getLogger("compactor.error")
 
 
 class RequestObservation:
@@ -33,12 +35,14 @@ class RequestObservation:
         request_id = presented if _SAFE_REQUEST_ID.match(presented) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        started = False
         start = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
                 status = message["status"]
+                started = True
                 headers = list(message.get("headers", []))
                 # A proxied answer keeps the upstream's own id (the one its vendor knows).
                 if not any(name.lower() == REQUEST_ID_HEADER.encode() for name, _ in headers):
@@ -48,6 +52,20 @@ class RequestObservation:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception:
+            # Any failure nobody mapped: logged with its traceback, answered as problem+json
+            # with the request id (not a bare text/plain 500 or a reset connection).
+            error_log.exception("unhandled error", extra={"request_id": request_id})
+            if started:
+                raise  # the answer is already on its way; only closing it is left
+            status = 500
+            crash = problem_response(
+                500,
+                "Internal server error",
+                f"the service failed unexpectedly; report request id {request_id}",
+                "internal-error",
+            )
+            await crash(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - start
             route = scope.get("route")

@@ -41,11 +41,15 @@ ResponseT = TypeVar("ResponseT", bound=BaseModel)
 # Reaching the server should be quick; the rest of the deadline is for the model to write.
 CONNECT_TIMEOUT_SECONDS = 10.0
 _EXCERPT_CHARS = 300
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+# Replies above this are parsed in a worker thread, off the event loop.
+_THREAD_PARSE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How transient failures are retried. `sleep` is injectable so tests need not wait."""
+    """How a provider call is made: transient failures retried, replies capped in size.
+    `sleep` is injectable so tests need not wait."""
 
     max_retries: int = 3
     base_delay: float = 0.5
@@ -54,6 +58,9 @@ class RetryPolicy:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     # Told the reason of every transport retry (status code or "connection"): metrics.
     on_retry: Callable[[str], None] | None = None
+    # A reply larger than this once decompressed is refused as soon as it gets there: a
+    # runaway or hostile endpoint (a gzip bomb) cannot fill the service's memory.
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     def backoff(self, retry: int) -> float:
         """Delay before retry number `retry` (1-based) when the provider gave no hint."""
@@ -105,6 +112,8 @@ async def post_json(
 ) -> ResponseT:
     """POSTs `payload` with retries and parses a 2xx answer into `response_model`."""
     response = await _send_with_retries(client, endpoint, payload, policy)
+    if len(response.content) > _THREAD_PARSE_BYTES:
+        return await asyncio.to_thread(parse_response, response, response_model, endpoint)
     return parse_response(response, response_model, endpoint)
 
 
@@ -150,9 +159,7 @@ async def _send_with_retries(
                 retry_after: float | None = None
                 reason = "connection"
                 try:
-                    response = await client.post(
-                        endpoint.url, json=payload, headers=dict(endpoint.headers), timeout=timeout
-                    )
+                    response = await _post_capped(client, endpoint, payload, timeout, policy)
                 except (httpx.ConnectTimeout, httpx.PoolTimeout):
                     failure = f"could not connect to {endpoint.host} in time"
                 except httpx.TimeoutException:
@@ -201,6 +208,45 @@ async def _send_with_retries(
             f"no complete answer within the {endpoint.timeout_seconds:g} s deadline "
             "(COMPACTOR_SUMMARIZER_TIMEOUT_SECONDS)",
         ) from None
+
+
+async def _post_capped(
+    client: httpx.AsyncClient,
+    endpoint: ProviderEndpoint,
+    payload: Mapping[str, Any],
+    timeout: httpx.Timeout,
+    policy: RetryPolicy,
+) -> httpx.Response:
+    """One POST whose reply is read (decompressed) only up to `policy.max_reply_bytes`."""
+    limit = policy.max_reply_bytes
+    async with client.stream(
+        "POST", endpoint.url, json=payload, headers=dict(endpoint.headers), timeout=timeout
+    ) as streamed:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in streamed.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise endpoint.error(
+                    SummarizerRejectedError,
+                    f"answered HTTP {streamed.status_code} with a reply larger than {limit} "
+                    "bytes once decompressed; it was refused unread "
+                    "(COMPACTOR_SUMMARIZER_MAX_REPLY_BYTES)",
+                )
+            chunks.append(chunk)
+    # The body is decoded already: the copy must not say it is still compressed.
+    headers = [
+        (name, value)
+        for name, value in streamed.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        streamed.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=streamed.request,
+        extensions=streamed.extensions,
+    )
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+import anyio
 
 from app.engine.clearing import ClearedToolUse
 from app.engine.compaction.fidelity import FinishedSummary, finish_summary
@@ -28,6 +32,7 @@ from app.services.clearing import ClearedHistory, clear_history, clearing_trigge
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 
+T = TypeVar("T")
 SUMMARIZE = "summarize"
 CLEAR_TOOL_RESULTS = "clear_tool_results"
 
@@ -138,7 +143,7 @@ class CompactionService:
         options: CompactOptions,
         caller_gone: CallerGone,
     ) -> CompactionOutcome:
-        counted = self.estimation.count(history, parse_all=True)
+        counted = await _off_loop(self.estimation.count, history, parse_all=True)
         if options.strategy == SUMMARIZE:
             return await self._summarize_if_due(history, counted, options, caller_gone)
         return await self._clear_first(history, counted, options, caller_gone)
@@ -172,7 +177,7 @@ class CompactionService:
                 )
                 return self._not_compacted(counted, options, reason)
             return await self._summarize_if_due(history, counted, options, caller_gone)
-        cleared = clear_history(self.estimation, history, counted, options.clear)
+        cleared = await _off_loop(clear_history, self.estimation, history, counted, options.clear)
         if cleared.history is None or cleared.counted is None:
             if clears_only:
                 return self._not_compacted(counted, options, cleared.plan.reason)
@@ -226,7 +231,8 @@ class CompactionService:
         conversation = counted.conversation
         assert conversation is not None
         try:
-            plan = plan_compaction(
+            plan = await _off_loop(
+                plan_compaction,
                 conversation.messages,
                 counted.per_message,
                 counted.settings.keep_recent_tokens,
@@ -252,7 +258,7 @@ class CompactionService:
             counted.choice.tokenizer,
             caller_gone,
         )
-        finished = finish_summary(summary.summary, plan, options.pinned)
+        finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
         summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
@@ -261,7 +267,7 @@ class CompactionService:
             summary_raw,
             *raws[plan.cut_index :],
         ]
-        tokens_after = self.tokens_after(counted, plan, summary_raw)
+        tokens_after = await _off_loop(self.tokens_after, counted, plan, summary_raw)
         _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
             counted=original,
@@ -295,6 +301,12 @@ class CompactionService:
             + sum(per[plan.cut_index :])
             + counted.reply_priming
         )
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """CPU-bound steps (counting, planning, clearing) run in a worker thread, so a large
+    history does not stall every other request on the event loop (/healthz included)."""
+    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
 
 
 def _under_threshold(counted: CountedHistory) -> str:

@@ -30,6 +30,7 @@ from app.engine.models import ModelInfo, ModelRegistry
 from app.engine.ports import Tokenizer
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
+from app.services.format_mismatch import mismatch_error
 from app.services.history import HistoryInput
 from app.services.json_bytes import json_bytes
 from app.tokenizers.bpe import TokenizerRegistry
@@ -179,13 +180,19 @@ class EstimationService:
         needs them); otherwise only messages missing from the cache are parsed."""
         wire = FORMATS.resolve(history.format, history.messages, history.system)
         choice = self.choose_tokenizer(history.model, history.tokenizer, wire)
-        conversation = (
-            wire.parse(history.messages, history.system, history.tools) if parse_all else None
-        )
-        parsed = conversation.messages if conversation is not None else None
-        per_message, estimated = self._count_messages(
-            history.messages, parsed, wire.parse_message, choice
-        )
+        try:
+            conversation = (
+                wire.parse(history.messages, history.system, history.tools) if parse_all else None
+            )
+            parsed = conversation.messages if conversation is not None else None
+            per_message, estimated = self._count_messages(
+                history.messages, parsed, wire.parse_message, choice
+            )
+        except InvalidHistoryError as exc:
+            if history.format is None:
+                raise
+            claim = f"the request says format={wire.name}"
+            raise mismatch_error(exc, wire, history.messages, claim) from exc
         inline = (
             conversation.inline_system_count
             if conversation is not None

@@ -27,16 +27,24 @@ def normalize_url(url: str) -> str:
 
 
 def create_db_engine(url: str) -> Engine:
-    """An engine with the settings each backend needs to be safe under concurrency."""
+    """An engine with the settings each backend needs to be safe under concurrency.
+
+    Error messages never quote SQL parameters: they hold system prompts and messages."""
     normalized = normalize_url(url)
     if normalized.startswith("sqlite"):
-        engine = create_engine(normalized, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            normalized,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            hide_parameters=True,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         # pysqlite's own transaction handling defers BEGIN; take it over so a write
         # transaction starts with BEGIN IMMEDIATE and writers queue instead of deadlocking.
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
-    return create_engine(normalized, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    return create_engine(
+        normalized, pool_pre_ping=True, pool_size=10, max_overflow=10, hide_parameters=True
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

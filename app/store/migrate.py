@@ -92,3 +92,29 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 def downgrade(url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def schema_problem(url: str) -> str | None:
+    """None when the database's schema is at the newest migration, else what is wrong
+    (said once at start, so an operator sees it before the first request fails)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from sqlalchemy.exc import SQLAlchemyError
+
+    heads = set(ScriptDirectory.from_config(alembic_config(url)).get_heads())
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return f"the database cannot be reached: {reason}"
+    finally:
+        engine.dispose()
+    if current == heads:
+        return None
+    at = ", ".join(sorted(current)) or "no revision"
+    return (
+        f"database schema is not at head: run `compactor migrate` "
+        f"(the database is at {at}, this service needs {', '.join(sorted(heads))})"
+    )

@@ -35,6 +35,19 @@ class SessionRepository:
         row = self.db.get(SessionRow, session_id)
         return row if row is not None and row.tenant == tenant else None
 
+    def lock(self, session_id: str, tenant: str) -> SessionRow | None:
+        """The session row, freshly read and locked until the transaction ends, so a
+        decision made on it (format, system prefix) cannot race another writer. PostgreSQL:
+        SELECT ... FOR UPDATE; SQLite: every write transaction starts with BEGIN IMMEDIATE,
+        which already serializes writers (FOR UPDATE renders as nothing there)."""
+        row = self.db.scalars(
+            select(SessionRow)
+            .where(SessionRow.id == session_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).first()
+        return row if row is not None and row.tenant == tenant else None
+
     def list_for_tenant(self, tenant: str, offset: int, limit: int) -> tuple[list[SessionRow], int]:
         query = select(SessionRow).where(SessionRow.tenant == tenant)
         total = self.db.scalar(select(func.count()).select_from(query.subquery())) or 0

@@ -18,6 +18,8 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app.main import create_app
@@ -33,6 +35,22 @@ OPERATIONS = sorted(
     for method in methods
     if not path.startswith("/v1/")
 )
+
+# Relayed to an upstream, whose statuses (5xx included) reach the caller unchanged. The
+# vendor counting and compaction routes (/v1/messages/count_tokens, ...) answer locally
+# and are fuzzed like the rest.
+RELAYED = {"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models"}
+
+# Operations that take input at all: the only ones with invalid cases to generate.
+WITH_INPUT = sorted(
+    f"{method.upper()} {path}"
+    for path, methods in json.loads(openapi_json())["paths"].items()
+    for method, operation in methods.items()
+    if (operation.get("parameters") or operation.get("requestBody"))
+    and path not in RELAYED
+    and not path.startswith("/v1/models/")
+)
+PROBLEM_JSON = "application/problem+json"
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +80,56 @@ def test_api_never_fails_and_conforms_to_its_schema(api: Any, label: str) -> Non
         case.call_and_validate(excluded_checks=[positive_data_acceptance])
 
     check()
+
+
+@pytest.mark.parametrize("label", WITH_INPUT)
+def test_invalid_input_never_fails_with_5xx(api: Any, label: str) -> None:
+    """Negative cases (values outside the schema: wrong types, out-of-range integers,
+    unknown fields) are refused with a 4xx, never a 5xx."""
+    method, path = label.split(" ", 1)
+    operation = api[path][method]
+
+    @given(case=operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        database=None,
+    )
+    def check(case: Any) -> None:
+        response = case.call()
+        assert response.status_code < 500, (case.path, case.query, response.text[:300])
+
+    try:
+        check()
+    except Unsatisfiable:
+        pytest.skip(f"{label}: its schema admits every value, so nothing is invalid")
+
+
+HUGE_INTEGERS = [2**63 - 1, 2**63, 2**64 + 1, -(2**63) - 1, 10**40]
+
+
+def test_huge_integers_in_query_parameters_are_4xx(api: Any) -> None:
+    """Every integer query parameter of every operation, at and past 64 bits."""
+    spec = json.loads(openapi_json())
+    asked = 0
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] != "query" or parameter["schema"].get("type") != "integer":
+                    continue
+                for value in HUGE_INTEGERS:
+                    case = api[path][method].Case(
+                        path_parameters={"session_id": "00000000-0000-0000-0000-000000000000"},
+                        query={parameter["name"]: value},
+                    )
+                    response = case.call()
+                    asked += 1
+                    assert response.status_code < 500, (path, parameter["name"], value)
+                    content_type = response.headers["content-type"][0]
+                    assert content_type.startswith(("application/json", PROBLEM_JSON))
+    assert asked >= 4 * len(HUGE_INTEGERS)
 
 
 def test_every_operation_is_fuzzed() -> None:

@@ -224,6 +224,13 @@ def test_request_fields_cannot_choose_where_traffic_goes(
     body = compact_body(base_url=elsewhere, summarizer_base_url=elsewhere, summarizer="openai")
     with serving(openai_fake, tmp_path, "gpt-4o") as client:
         response = client.post("/compact", json=body)
+        # Unknown fields are refused (SPEC §7): nothing is sent anywhere.
+        assert response.status_code == 422, response.text
+        assert "unknown field 'base_url'" in response.json()["detail"]
+        assert not openai_fake.received
+        for field in ("base_url", "summarizer_base_url", "summarizer"):
+            body.pop(field)
+        response = client.post("/compact", json=body)
     assert response.status_code == 200, response.text
     assert len(openai_fake.received) == 1
 

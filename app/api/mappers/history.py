@@ -31,7 +31,7 @@ def history_input(body: HistoryIn) -> HistoryInput:
         trigger_tokens=body.trigger_tokens,
         keep_recent_tokens=getattr(body, "keep_recent_tokens", None),
         tokenizer=body.tokenizer,
-        usage=tuple(UsageReport(**u.model_dump()) for u in body.usage),
+        usage=tuple(UsageReport(u.message_index, **u.report()) for u in body.usage),
         estimate_floor=body.estimate_floor,
     )
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from app.api.auth import Tenant
 from app.api.deps import Compaction, Estimation, Native
 from app.api.disconnect import run_until_disconnect
 from app.api.mappers.history import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import documented
-from app.api.routing import OrjsonRoute
+from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.history import CompactIn, CompactOut, EstimateIn, EstimateOut
 from app.engine.errors import (
     CompactionStateError,
@@ -43,7 +43,7 @@ def estimate(
 )
 async def compact(
     body: CompactIn, request: Request, compaction: Compaction, native: Native, tenant: Tenant
-) -> CompactOut:
+) -> Response:
     """Fold the older part of a history into one summary message, keep the recent part."""
     # A compaction item this service wrote is rebuilt, its summary the previous summary.
     history = native.responses.expand_history(history_input(body), tenant)
@@ -52,4 +52,4 @@ async def compact(
     outcome = await run_until_disconnect(
         request, lambda caller_gone: compaction.compact(history, options, caller_gone)
     )
-    return compact_out(body, outcome)
+    return await answer_off_loop(lambda: compact_out(body, outcome))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.api.deps import State
 from app.api.problems import Problem
@@ -22,4 +22,4 @@ router = APIRouter(tags=["operations"])
 )
 def metrics(state: State) -> Response:
     """Requests, latencies, compactions, tokens and summarizer calls (Prometheus text)."""
-    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 
 from app.api.auth import Tenant
 from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
+from app.api.limits import MAX_OFFSET
 from app.api.mappers.sessions import (
     compaction_out,
     context_out,
@@ -17,7 +18,7 @@ from app.api.mappers.sessions import (
     session_out,
 )
 from app.api.problems import documented
-from app.api.routing import OrjsonRoute
+from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.sessions import (
     AppendIn,
     AppendOut,
@@ -39,6 +40,7 @@ from app.engine.errors import (
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
+    RejectedValueError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
@@ -46,9 +48,17 @@ from app.services.sessions.errors import (
 router = APIRouter(prefix="/sessions", tags=["sessions"], route_class=OrjsonRoute)
 
 
+# Ids are UUIDs; a NUL could not even be looked up in PostgreSQL text.
+SessionId = Annotated[str, Path(max_length=200, pattern=r"^[^\x00]+$")]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
+
 _READ = documented(SessionNotFoundError, StoreUnavailableError)
 _WRITE = documented(
-    SessionNotFoundError, StoreUnavailableError, InvalidHistoryError, IdempotencyMismatchError
+    SessionNotFoundError,
+    StoreUnavailableError,
+    InvalidHistoryError,
+    IdempotencyMismatchError,
+    RejectedValueError,
 )
 _COMPACT = documented(
     SessionNotFoundError,
@@ -71,7 +81,7 @@ def create_session(body: SessionIn, tenant: Tenant, sessions: Sessions) -> Sessi
 def list_sessions(
     tenant: Tenant,
     sessions: Sessions,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> SessionListOut:
     """The caller's sessions, newest first."""
@@ -82,13 +92,13 @@ def list_sessions(
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=_READ)
-def get_session(session_id: str, tenant: Tenant, sessions: Sessions) -> SessionOut:
+def get_session(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> SessionOut:
     """One session."""
     return session_out(sessions.get(tenant, session_id))
 
 
 @router.delete("/{session_id}", status_code=204, responses=_READ)
-def delete_session(session_id: str, tenant: Tenant, sessions: Sessions) -> Response:
+def delete_session(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> Response:
     """Delete a session with its transcript and compactions."""
     sessions.delete(tenant, session_id)
     return Response(status_code=204)
@@ -96,24 +106,24 @@ def delete_session(session_id: str, tenant: Tenant, sessions: Sessions) -> Respo
 
 @router.post("/{session_id}/messages", response_model=AppendOut, responses=_WRITE)
 def append_messages(
-    session_id: str,
+    session_id: SessionId,
     body: AppendIn,
     tenant: Tenant,
     sessions: Sessions,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> AppendOut:
     """Append messages; the same Idempotency-Key again appends nothing, same answer."""
-    usage = {u.message_index: u.model_dump(exclude={"message_index"}) for u in body.usage}
+    usage = {u.message_index: u.report() for u in body.usage}
     result = sessions.append(tenant, session_id, body.messages, usage, idempotency_key)
     return AppendOut(appended=result.appended, first_seq=result.first_seq, last_seq=result.last_seq)
 
 
 @router.get("/{session_id}/transcript", response_model=TranscriptOut, responses=_READ)
 def get_transcript(
-    session_id: str,
+    session_id: SessionId,
     tenant: Tenant,
     sessions: Sessions,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=5_000)] = 1_000,
 ) -> TranscriptOut:
     """The original messages, exactly as received, in order."""
@@ -122,30 +132,30 @@ def get_transcript(
 
 
 @router.get("/{session_id}/context", response_model=ContextOut, responses=_READ)
-def get_context(session_id: str, tenant: Tenant, sessions: Sessions) -> ContextOut:
+def get_context(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> ContextOut:
     """What to send now: system, latest summary, kept messages, and the estimate."""
     return context_out(sessions.context(tenant, session_id))
 
 
 @router.post("/{session_id}/prepare", response_model=PrepareOut, responses=_COMPACT)
 async def prepare(
-    session_id: str, request: Request, tenant: Tenant, sessions: Sessions
-) -> PrepareOut:
+    session_id: SessionId, request: Request, tenant: Tenant, sessions: Sessions
+) -> Response:
     """Before-turn hook: estimate, compact when over the threshold, return the context."""
     result = await run_until_disconnect(
         request, lambda gone: sessions.prepare(tenant, session_id, gone)
     )
-    return prepare_out(result)
+    return await answer_off_loop(lambda: prepare_out(result))
 
 
 @router.post("/{session_id}/compact", response_model=PrepareOut, responses=_COMPACT)
 async def compact_session(
-    session_id: str,
+    session_id: SessionId,
     body: SessionCompactIn,
     request: Request,
     tenant: Tenant,
     sessions: Sessions,
-) -> PrepareOut:
+) -> Response:
     """Compact now (manual, or overflow after a context-too-long error); 409 if nothing."""
     result = await run_until_disconnect(
         request,
@@ -159,11 +169,13 @@ async def compact_session(
             strategy=body.strategy,
         ),
     )
-    return prepare_out(result)
+    return await answer_off_loop(lambda: prepare_out(result))
 
 
 @router.get("/{session_id}/compactions", response_model=CompactionListOut, responses=_READ)
-def list_compactions(session_id: str, tenant: Tenant, sessions: Sessions) -> CompactionListOut:
+def list_compactions(
+    session_id: SessionId, tenant: Tenant, sessions: Sessions
+) -> CompactionListOut:
     """Every compaction record of the session, oldest first."""
     rows = sessions.compactions(tenant, session_id)
     return CompactionListOut(compactions=[compaction_out(r) for r in rows])

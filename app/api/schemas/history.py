@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.limits import MAX_MESSAGES, MAX_TOKENS
 from app.api.schemas.strategy import (
@@ -17,39 +17,53 @@ from app.api.schemas.strategy import (
     RestoredFactOut,
     Strategy,
 )
+from app.api.schemas.strict import PROVIDER_REQUEST_FIELDS, StrictBody
+from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
 Format = Literal["openai", "anthropic", "responses"]
 TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
+# Text stored in PostgreSQL columns cannot hold a NUL character.
+NO_NUL = r"^[^\x00]*$"
 
 
-class UsageIn(BaseModel):
-    """A provider usage report for the reply at `message_index`."""
+class ContextSettingsIn(StrictBody):
+    """What a history is and where its threshold lies: shared by every history and session
+    body."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    message_index: int = Field(ge=0, le=MAX_MESSAGES)
-    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-    cache_read_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-    cache_creation_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-
-
-class HistoryIn(BaseModel):
-    """A history in either wire format, with the settings that apply to it."""
-
-    # Callers often forward their whole provider request body (model, max_tokens, ...);
-    # fields we do not use are accepted and ignored rather than refused.
-    model_config = ConfigDict(extra="ignore")
-
-    messages: list[dict[str, Any]] = Field(
-        max_length=100_000, description="Chat Completions or Messages API messages, unchanged."
-    )
+    model: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
     format: Format | None = Field(default=None, description="Detected when omitted.")
     system: str | list[dict[str, Any]] | None = Field(
         default=None, description="Top-level system prompt (Anthropic style)."
     )
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    trigger_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+
+
+class CompactionSettingsIn(ContextSettingsIn):
+    """How a history is compacted: the settings POST /compact and POST /sessions share."""
+
+    keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    thinking: ThinkingLevel | None = Field(
+        default=None, description="Thinking level the summarizer starts at."
+    )
+
+
+class HistoryIn(ContextSettingsIn):
+    """A history in any wire format, with the settings that apply to it.
+
+    Unknown fields are refused (422, with the field probably meant), except the provider
+    request fields callers forward with a history (max_tokens, temperature, stream,
+    tool_choice, ...: see PROVIDER_REQUEST_FIELDS), which are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS
+
+    messages: list[dict[str, Any]] = Field(
+        max_length=100_000, description="Chat Completions or Messages API messages, unchanged."
+    )
     functions: list[dict[str, Any]] = Field(
         default_factory=list, description="Deprecated Chat Completions functions; counted."
     )
@@ -59,32 +73,54 @@ class HistoryIn(BaseModel):
     function_call: str | dict[str, Any] | None = Field(
         default=None, description="Deprecated request-level form of tool_choice."
     )
-    model: str | None = Field(default=None, max_length=200)
-    context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    trigger_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     tokenizer: TokenizerName = "auto"
-    usage: list[UsageIn] = Field(default_factory=list)
+    usage: list[UsageIn] = Field(
+        default_factory=list,
+        description="Provider usage objects as returned, each with the message_index of its "
+        "reply (OpenAI Chat Completions, Responses or Anthropic shape).",
+    )
     estimate_floor: int = Field(default=0, ge=0, le=MAX_MESSAGES)
 
+    @model_validator(mode="after")
+    def _usage_within_messages(self) -> HistoryIn:
+        for report in self.usage:
+            if report.message_index >= len(self.messages):
+                raise ValueError(
+                    f"usage: message_index {report.message_index} is past the end of the "
+                    f"{len(self.messages)} messages; it must name the reply it reports on"
+                )
+        return self
 
-class EstimateIn(HistoryIn):
-    """Body of POST /estimate."""
 
-
-class CompactIn(HistoryIn):
+class CompactIn(HistoryIn, CompactionSettingsIn):
     """Body of POST /compact."""
 
-    keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    # `thinking` is ours here (a level); Anthropic's own `thinking` object, forwarded with
+    # the request, is the provider's setting and is ignored like the other provider fields.
+    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS - {"thinking"}
+
     force: bool = Field(default=False, description="Compact even under the threshold.")
     instructions: str | None = Field(default=None, max_length=20_000)
-    thinking: ThinkingLevel | None = Field(
-        default=None, description="Thinking level the summarizer starts at."
-    )
     strategy: Strategy = Field(default="summarize", description=STRATEGY_DESCRIPTION)
     clear: ClearIn = Field(default_factory=ClearIn)
     pinned: list[PinnedText] = Field(
         default_factory=list, max_length=200, description=PINNED_DESCRIPTION
+    )
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _provider_thinking_is_ignored(cls, value: Any) -> Any:
+        return None if isinstance(value, dict) else value
+
+
+class EstimateIn(HistoryIn):
+    """Body of POST /estimate.
+
+    The fields of POST /compact are accepted and ignored too: a caller may send one body
+    to both (estimate first, compact when it says so)."""
+
+    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS | (
+        frozenset(CompactIn.model_fields) - frozenset(HistoryIn.model_fields)
     )
 
 

@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.limits import MAX_TOKENS
-from app.api.schemas.history import EstimateOut, Format, SummarizerOut, UsageIn
+from app.api.schemas.history import CompactionSettingsIn, EstimateOut, Format, SummarizerOut
 from app.api.schemas.strategy import (
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
@@ -19,23 +18,16 @@ from app.api.schemas.strategy import (
     RestoredFactOut,
     Strategy,
 )
+from app.api.schemas.strict import StrictBody
+from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
 
-class SessionIn(BaseModel):
+class SessionIn(CompactionSettingsIn):
     """Body of POST /sessions; every field is optional."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str | None = Field(default=None, max_length=200)
-    format: Format | None = None
-    system: str | list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    reserve_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    trigger_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    thinking: ThinkingLevel | None = None
     strategy: Strategy | None = Field(default=None, description=STRATEGY_DESCRIPTION)
     clear: ClearIn | None = Field(default=None, description="Tool-result clearing settings.")
     pinned: list[PinnedText] | None = Field(
@@ -71,7 +63,7 @@ class SessionListOut(BaseModel):
     limit: int
 
 
-class AppendIn(BaseModel):
+class AppendIn(StrictBody):
     """Body of POST /sessions/{id}/messages."""
 
     model_config = ConfigDict(extra="forbid")
@@ -141,7 +133,7 @@ class PrepareOut(BaseModel):
     warning: str | None = None
 
 
-class SessionCompactIn(BaseModel):
+class SessionCompactIn(StrictBody):
     """Body of POST /sessions/{id}/compact."""
 
     model_config = ConfigDict(extra="forbid")

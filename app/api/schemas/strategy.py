@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.limits import MAX_TOKENS
+from app.api.schemas.strict import StrictBody
 
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
@@ -23,7 +24,7 @@ PINNED_DESCRIPTION = (
 )
 
 
-class ClearIn(BaseModel):
+class ClearIn(StrictBody):
     """How tool results are cleared (strategies clear_tool_results and auto)."""
 
     model_config = ConfigDict(extra="forbid")

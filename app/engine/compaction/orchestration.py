@@ -3,6 +3,7 @@ summarizer's window requires), apply the truncation rule, and say what to keep."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -98,7 +99,10 @@ async def summarize_plan(
 ) -> SummaryOutcome:
     """Writes the summary for `plan`, folding oldest-first chunks when the history does
     not fit the summarizer's window. Never returns a partial summary."""
-    chunks = split_into_chunks(plan.to_summarize, summarizer, options, tokenizer)
+    # Serializing a long history is CPU work: it runs in a worker thread, off the loop.
+    chunks = await asyncio.to_thread(
+        split_into_chunks, plan.to_summarize, summarizer, options, tokenizer
+    )
     running = plan.previous_summary
     attempts = 0
     thinking = options.thinking
@@ -106,7 +110,9 @@ async def summarize_plan(
     for chunk in chunks:
         if caller_gone():
             raise CallerGoneError("the caller went away before the summary was finished")
-        conversation = serialize_for_summary(chunk, options.tool_result_limit)
+        conversation = await asyncio.to_thread(
+            serialize_for_summary, chunk, options.tool_result_limit
+        )
         request = SummaryRequest(
             system_prompt=SUMMARIZER_SYSTEM_PROMPT,
             prompt=build_summary_prompt(conversation, running, options.instructions),

@@ -7,6 +7,7 @@ compactions. Every section is capped, which keeps the summary far smaller than t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 
 from app.engine.compaction.marker import SummaryMarker
@@ -63,7 +64,10 @@ class ExtractiveSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.messages`, merged into `request.previous_summary` if given."""
-        text = extractive_summary(request.messages, request.previous_summary, request.instructions)
+        # Reading a long transcript is CPU work: a worker thread keeps the event loop free.
+        text = await asyncio.to_thread(
+            extractive_summary, request.messages, request.previous_summary, request.instructions
+        )
         return SummaryResult(text=text, truncated=False)
 
 

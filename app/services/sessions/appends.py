@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.engine.errors import InvalidHistoryError
 from app.formats.registry import FORMATS
+from app.services.format_mismatch import mismatch_error
 from app.services.json_bytes import json_bytes
 from app.services.sessions.context import session_format
 from app.services.sessions.errors import IdempotencyMismatchError, SessionNotFoundError
@@ -74,7 +75,10 @@ class TranscriptLog:
         idempotency_key: str | None,
         request_hash: str,
     ) -> AppendResult:
-        row = self._store.require(db, tenant, session_id)
+        # Locked: the format and system prefix decided below must see every earlier append.
+        row = SessionRepository(db).lock(session_id, tenant)
+        if row is None:
+            raise SessionNotFoundError(f"session {session_id} not found")
         if idempotency_key is not None:
             replay = self._replay(db, session_id, idempotency_key, request_hash)
             if replay is not None:
@@ -88,8 +92,14 @@ class TranscriptLog:
         fmt = session_format(row.format, messages)
         # Undecided (None) means valid in every format; the default parser checks it again.
         parser = FORMATS.get(fmt) if fmt else FORMATS.default
-        for i, message in enumerate(messages):
-            parser.parse_message(message, f"messages[{i}]")
+        try:
+            for i, message in enumerate(messages):
+                parser.parse_message(message, f"messages[{i}]")
+        except InvalidHistoryError as exc:
+            if row.format is None:
+                raise
+            claim = f"this session is in {parser.name} format"
+            raise mismatch_error(exc, parser, messages, claim) from exc
         if row.format is None and fmt is not None:
             row.format = fmt
         result = AppendResult(appended=0, first_seq=None, last_seq=None)

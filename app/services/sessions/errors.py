@@ -19,3 +19,11 @@ class IdempotencyMismatchError(CompactorError):
 
 class StoreUnavailableError(CompactorError):
     """The database cannot be reached; nothing was written."""
+
+
+class SchemaNotAtHeadError(StoreUnavailableError):
+    """The database answers but its tables are missing or older than this service."""
+
+
+class RejectedValueError(CompactorError):
+    """The database refused a value of the request (a NUL character, say)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.services.sessions.errors import SessionNotFoundError, StoreUnavailableError
+from app.services.sessions.errors import SessionNotFoundError
+from app.services.sessions.store_errors import store_error
 from app.store.models import SessionRow
 from app.store.repositories import SessionRepository
 
@@ -24,10 +25,11 @@ class SessionStore:
         try:
             with self._sessions.begin() as db:
                 yield db
-        except OperationalError as exc:
-            raise StoreUnavailableError(
-                f"the session store is unavailable: {exc.orig or exc}"
-            ) from exc
+        except DBAPIError as exc:
+            translated = store_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
     @staticmethod
     def require(db: Session, tenant: str, session_id: str) -> SessionRow:

@@ -84,6 +84,7 @@ export interface CompactIn {
   tool_choice?: string | Record<string, unknown> | null;
   tools?: Record<string, unknown>[];
   trigger_tokens?: number | null;
+  /** Provider usage objects as returned, each with the message_index of its reply (OpenAI Chat Completions, Responses or Anthropic shape). */
   usage?: UsageIn[];
 }
 
@@ -146,7 +147,12 @@ export interface ContextOut {
   tools: Record<string, unknown>[];
 }
 
-/** Body of POST /estimate. */
+/**
+ * Body of POST /estimate.
+ *
+ * The fields of POST /compact are accepted and ignored too: a caller may send one body
+ * to both (estimate first, compact when it says so).
+ */
 export interface EstimateIn {
   context_window?: number | null;
   estimate_floor?: number;
@@ -167,6 +173,7 @@ export interface EstimateIn {
   tool_choice?: string | Record<string, unknown> | null;
   tools?: Record<string, unknown>[];
   trigger_tokens?: number | null;
+  /** Provider usage objects as returned, each with the message_index of its reply (OpenAI Chat Completions, Responses or Anthropic shape). */
   usage?: UsageIn[];
 }
 
@@ -190,6 +197,12 @@ export interface EstimateOut {
 
 export interface HealthOut {
   status: string;
+}
+
+/** `prompt_tokens_details` / `input_tokens_details`: only the cached part is used. */
+export interface InputTokenDetails {
+  cached_tokens?: number | null;
+  [field: string]: unknown;
 }
 
 export interface PrepareOut {
@@ -238,6 +251,7 @@ export interface SessionIn {
   /** Tool-result clearing settings. */
   clear?: ClearIn | null;
   context_window?: number | null;
+  /** Detected when omitted. */
   format?: "openai" | "anthropic" | "responses" | null;
   keep_recent_tokens?: number | null;
   metadata?: Record<string, unknown>;
@@ -247,7 +261,9 @@ export interface SessionIn {
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;
+  /** Top-level system prompt (Anthropic style). */
   system?: string | Record<string, unknown>[] | null;
+  /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tools?: Record<string, unknown>[];
   trigger_tokens?: number | null;
@@ -351,13 +367,28 @@ export interface TranscriptOut {
   total: number;
 }
 
-/** A provider usage report for the reply at `message_index`. */
+/** A provider usage report for the reply at `message_index`, pasted as returned. */
 export interface UsageIn {
-  cache_creation_input_tokens?: number;
-  cache_read_input_tokens?: number;
-  input_tokens?: number;
+  cache_creation?: Record<string, unknown> | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  completion_tokens?: number | null;
+  completion_tokens_details?: Record<string, unknown> | null;
+  inference_geo?: string | null;
+  /** Anthropic: uncached input; Responses (with input_tokens_details): all input. */
+  input_tokens?: number | null;
+  input_tokens_details?: InputTokenDetails | null;
+  iterations?: Record<string, unknown>[] | null;
   message_index: number;
-  output_tokens?: number;
+  output_tokens?: number | null;
+  output_tokens_details?: Record<string, unknown> | null;
+  /** Chat Completions: all input, cached tokens included. */
+  prompt_tokens?: number | null;
+  prompt_tokens_details?: InputTokenDetails | null;
+  server_tool_use?: Record<string, unknown> | null;
+  service_tier?: string | null;
+  /** Read for completeness; the parts are what count. */
+  total_tokens?: number | null;
 }
 
 /** Every REST operation of the API, as `METHOD /path`. */

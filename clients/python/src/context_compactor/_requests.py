@@ -12,13 +12,26 @@ SystemPromptValue = str | Sequence[Mapping[str, Any]]
 
 
 class UsageReport(TypedDict, total=False):
-    """A provider usage report for the reply at `message_index`."""
+    """A provider usage report for the reply at `message_index`: the provider's `usage`
+    object as returned (OpenAI Chat Completions, Responses or Anthropic) plus the index."""
 
     message_index: Required[int]
-    input_tokens: int
-    output_tokens: int
-    cache_read_input_tokens: int
-    cache_creation_input_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_input_tokens: int | None
+    cache_creation_input_tokens: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    prompt_tokens_details: Mapping[str, Any] | None
+    completion_tokens_details: Mapping[str, Any] | None
+    input_tokens_details: Mapping[str, Any] | None
+    output_tokens_details: Mapping[str, Any] | None
+    cache_creation: Mapping[str, Any] | None
+    service_tier: str | None
+    server_tool_use: Mapping[str, Any] | None
+    inference_geo: str | None
+    iterations: Sequence[Mapping[str, Any]] | None
 
 
 class ClearOptions(TypedDict, total=False):
