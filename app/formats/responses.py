@@ -9,7 +9,8 @@ Every item is one engine message, so indexes in the engine are indexes in `input
   a `call_id` (custom tools, computer use, local shell …) pairs the same way.
 - `reasoning` items belong with the item that follows them and never stand alone at a cut.
 - `compaction` items and anything the service does not know (an `item_reference`, a
-  `web_search_call`, an item with neither `role` nor `type`) are kept and counted as text.
+  `web_search_call`, an item with neither `role` nor `type`) are kept and counted as text;
+  a vendor's compaction item ends the inline prefix (see `leading_system_count`).
 The top-level `instructions` is the system prompt (sent as `system` to the service).
 """
 
@@ -46,6 +47,7 @@ _ITEM_TYPES = frozenset(
         "item_reference",
     }
 )
+COMPACTION_ITEM = "compaction"
 _PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _TEXT_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal", "text": "text"}
 
@@ -191,7 +193,14 @@ def proves(raw: Any) -> bool:
 
 
 def leading_system_count(raws: Sequence[Any]) -> int:
-    """Leading system/developer message items: the inline system prompt."""
+    """The inline prefix kept verbatim in front: the leading system/developer message
+    items, extended through the last `compaction` item when there is one.
+
+    A compaction item still in a history is a vendor's own (OpenAI's encrypted state: the
+    service's items are rebuilt before a history is counted), opaque to the service. It
+    stands for the conversation before it, so it is never summarized or dropped: it and
+    what precedes it stay in front, like a system prompt, and what follows is compacted.
+    """
     count = 0
     for raw in raws:
         if not isinstance(raw, dict) or raw.get("type", "message") != "message":
@@ -199,6 +208,10 @@ def leading_system_count(raws: Sequence[Any]) -> int:
         if raw.get("role") not in ("system", "developer"):
             break
         count += 1
+    for index in range(len(raws) - 1, count - 1, -1):
+        raw = raws[index]
+        if isinstance(raw, dict) and raw.get("type") == COMPACTION_ITEM:
+            return index + 1
     return count
 
 

@@ -241,6 +241,9 @@ class CompactionService:
             )
         except NothingToCompactError as exc:
             return self._not_compacted(original, options, str(exc))
+        skip = options.skip_summary(plan) if options.skip_summary is not None else None
+        if skip is not None:
+            return self._not_compacted(original, options, skip)
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,

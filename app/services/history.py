@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.clearing import ClearSettings
+from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.counting.estimate import UsageReport
 from app.engine.thinking import ThinkingLevel
 
@@ -45,3 +46,6 @@ class CompactOptions:
     clear: ClearSettings = field(default_factory=ClearSettings)
     # Facts the caller wants in every summary, verbatim.
     pinned: tuple[str, ...] = ()
+    # Asked with the plan before the summarizer is called: a reason not to call it (the
+    # proxy knows this prefix does not shrink) leaves the history uncompacted.
+    skip_summary: Callable[[CompactionPlan], str | None] | None = None

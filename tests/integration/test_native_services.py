@@ -213,9 +213,15 @@ def test_responses_compaction_item_replaces_everything_before_it(state: AppState
     again = asyncio.run(service.apply(turn2, "default"))
     assert again.item is None
     assert again.body["input"] == [*forwarded, *turn2["input"][-2:]]
-    foreign = {"model": "gpt-4o", "input": [{"type": "compaction", "encrypted_content": "gAAAA"}]}
+    altered = {
+        "model": "gpt-4o",
+        "input": [{"type": "compaction", "encrypted_content": "ccs1.a.b"}],
+    }
     with pytest.raises(CompactionStateError):
-        service.input_tokens(foreign)
+        service.input_tokens(altered)
+    # OpenAI's own encrypted state is opaque: kept and counted, never refused.
+    vendor = {"model": "gpt-4o", "input": [{"type": "compaction", "encrypted_content": "gAAAA"}]}
+    assert service.input_tokens(vendor)["input_tokens"] > 0
 
 
 def test_clear_tool_inputs_can_name_the_tools_whose_inputs_go(state: AppState) -> None:

@@ -28,11 +28,25 @@ class ProxyApi:
     system_field: str | None
     # Output budget fields: the larger of them raises the reserve.
     output_fields: tuple[str, ...]
+    # Fields that name history the upstream stores (Responses `previous_response_id`,
+    # `conversation`): a request bound to a session forwards the session's context instead.
+    server_state_fields: tuple[str, ...] = ()
+    # The history may be sent as plain text (Responses `input`): one user message.
+    text_history_is_user_message: bool = False
 
     def history(self, body: dict[str, Any]) -> list[Any] | None:
-        """The request's history, when it is a list the proxy can work on."""
+        """The request's history, when it is a list the proxy can work on (plain text,
+        where the API allows it, as one user message)."""
         value = body.get(self.history_field)
+        if self.text_history_is_user_message and isinstance(value, str) and value:
+            return [{"role": "user", "content": value}]
         return value if isinstance(value, list) and value else None
+
+    def without_server_state(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` without the fields that name upstream-stored history."""
+        if not any(name in body for name in self.server_state_fields):
+            return body
+        return {k: v for k, v in body.items() if k not in self.server_state_fields}
 
     def system(self, body: dict[str, Any]) -> Any:
         if self.system_field is None:
@@ -75,4 +89,6 @@ RESPONSES = ProxyApi(
     history_field="input",
     system_field="instructions",
     output_fields=("max_output_tokens",),
+    server_state_fields=("previous_response_id", "conversation"),
+    text_history_is_user_message=True,
 )

@@ -7,7 +7,7 @@ The shapes are the `openai` SDK's types: `response_create_params.ContextManageme
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +71,27 @@ def input_items(value: Any) -> list[Any]:
     raise fail("input", f"must be a string or an array of items, got {type_name(value)}")
 
 
-def last_compaction_index(items: Sequence[Any]) -> int | None:
-    """Where the last compaction item is."""
+def last_compaction_index(
+    items: Sequence[Any], accept: Callable[[dict[str, Any]], bool] = lambda item: True
+) -> int | None:
+    """Where the last compaction item (that `accept` takes) is."""
     for i in range(len(items) - 1, -1, -1):
         item = items[i]
-        if isinstance(item, dict) and item.get("type") == COMPACTION_ITEM:
+        if isinstance(item, dict) and item.get("type") == COMPACTION_ITEM and accept(item):
             return i
     return None
+
+
+def leading_system_items(items: Sequence[Any]) -> list[Any]:
+    """The leading system/developer message items of `items`."""
+    lead: list[Any] = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("type", "message") != "message":
+            break
+        if item.get("role") not in ("system", "developer"):
+            break
+        lead.append(item)
+    return lead
 
 
 def compaction_item(item_id: str, encrypted_content: str) -> dict[str, Any]:

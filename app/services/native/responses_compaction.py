@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.errors import (
@@ -21,10 +22,12 @@ from app.engine.errors import (
     SummarizerError,
 )
 from app.engine.ports import CallerGone
+from app.formats.registry import FORMATS
 from app.formats.vendor.native_responses import (
     compaction_item,
     input_items,
     last_compaction_index,
+    leading_system_items,
     parse_context_management,
     usage,
     user_messages,
@@ -95,16 +98,50 @@ class ResponsesCompactionService:
         return rebuilt if rebuilt is not None else input_items(body.get("input"))
 
     def rebuild(self, body: dict[str, Any], tenant: str) -> list[Any] | None:
-        """The input rebuilt from its last compaction item (everything before it goes);
-        None when it has none."""
-        items = input_items(body.get("input"))
-        index = last_compaction_index(items)
+        """The input rebuilt from its last compaction item of this service (everything
+        before it goes); None when it has none."""
+        return self.rebuild_items(input_items(body.get("input")), tenant, "input")
+
+    def rebuild_items(self, items: Sequence[Any], tenant: str, field: str) -> list[Any] | None:
+        """`items` rebuilt from the last compaction item this service wrote; None when
+        there is none. A vendor's own compaction item (OpenAI's encrypted state, which
+        only OpenAI can read) is not ours to open: it stays where it is, verbatim, and
+        the format keeps it in front of what is compacted."""
+        index = last_compaction_index(items, self.is_own_item)
         if index is None:
             return None
         token = items[index].get("encrypted_content")
-        where = f"input[{index}].encrypted_content"
+        where = f"{field}[{index}].encrypted_content"
         state = self.states.open(token if isinstance(token, str) else "", tenant, where)
+        system = leading_system_items(items[:index])
+        if system:
+            # The caller's system prompt in front of the item is its current one: it
+            # stands in for the one the state was sealed with (the same, when resent);
+            # the rest of the sealed head (a vendor's compaction item) stays.
+            sealed = len(leading_system_items(state.head))
+            state = replace(state, head=(*system, *state.head[sealed:]))
         return [*self.states.rebuild(state, FORMAT), *items[index + 1 :]]
+
+    def is_own_item(self, item: dict[str, Any]) -> bool:
+        """A compaction item to open: one carrying this service's state (maybe altered:
+        opening it checks) or no state at all (refused when opened). One with another
+        state is a vendor's, opaque to the service."""
+        token = item.get("encrypted_content")
+        return not isinstance(token, str) or not token or self.states.is_ours(token)
+
+    def expand_history(self, history: HistoryInput, tenant: str) -> HistoryInput:
+        """A Responses history sent to /estimate or /compact with this service's last
+        compaction item rebuilt into what it stands for (its summary becomes the previous
+        summary, so a compaction updates it); any other history unchanged."""
+        if history.format not in (None, FORMAT):
+            return history
+        messages = history.messages
+        if last_compaction_index(messages, self.is_own_item) is None:
+            return history
+        if FORMATS.resolve(history.format, messages, history.system).name != FORMAT:
+            return history
+        rebuilt = self.rebuild_items(messages, tenant, "messages")
+        return history if rebuilt is None else replace(history, messages=rebuilt)
 
     def history(self, body: dict[str, Any], items: list[Any], trigger: int | None) -> HistoryInput:
         model, tools = request_model_and_tools(body)

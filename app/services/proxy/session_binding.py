@@ -16,7 +16,7 @@ from app.engine.messages import Role
 from app.formats.registry import FORMATS
 from app.formats.vendor.replies import UpstreamReply
 from app.services.proxy.call import ProxyCall, ProxyReport
-from app.services.sessions.service import CompactResult, SessionService
+from app.services.sessions.service import CompactResult, ForwardedPrompt, SessionService
 
 
 def new_messages(format_name: str, history: list[Any]) -> list[Any]:
@@ -33,6 +33,15 @@ def new_messages(format_name: str, history: list[Any]) -> list[Any]:
     return history
 
 
+def forwarded_prompt(call: ProxyCall, body: dict[str, Any]) -> ForwardedPrompt:
+    """The system prompt and tools the request forwards (counted instead of the session's
+    own when the request carries them)."""
+    tools = body.get("tools")
+    return ForwardedPrompt(
+        system=call.api.system(body), tools=tools if isinstance(tools, list) else None
+    )
+
+
 class SessionBinding:
     """Proxied requests bound to stored sessions."""
 
@@ -44,17 +53,17 @@ class SessionBinding:
     ) -> dict[str, Any] | None:
         """Appends the request's new messages; the body with the session's context."""
         assert call.session_id is not None
+        # Responses `input` as plain text is one user message.
         history = call.api.history(body) or []
-        if isinstance(body.get(call.api.history_field), str):
-            # Responses `input` as plain text is one user message.
-            history = [{"role": "user", "content": body[call.api.history_field]}]
         view = await anyio.to_thread.run_sync(self.sessions.context, call.tenant, call.session_id)
         fresh = new_messages(call.api.format, history) if view.context.messages else history
         if fresh:
             await anyio.to_thread.run_sync(
                 self.sessions.append, call.tenant, call.session_id, fresh, {}
             )
-        result = await self.sessions.prepare(call.tenant, call.session_id, call.caller_gone)
+        result = await self.sessions.prepare(
+            call.tenant, call.session_id, call.caller_gone, forwarded_prompt(call, body)
+        )
         return self._forwarded(call, body, result, report)
 
     async def recover_overflow(
@@ -63,7 +72,13 @@ class SessionBinding:
         """Compacts the session (trigger overflow); the body with its new context."""
         assert call.session_id is not None
         result = await self.sessions.compact(
-            call.tenant, call.session_id, "overflow", None, None, call.caller_gone
+            call.tenant,
+            call.session_id,
+            "overflow",
+            None,
+            None,
+            call.caller_gone,
+            prompt=forwarded_prompt(call, body),
         )
         return self._forwarded(call, body, result, report)
 
@@ -87,4 +102,6 @@ class SessionBinding:
         else:
             report.tokens_before = tokens
         report.compacted = result.compacted or context.latest is not None
-        return call.api.with_history(body, list(context.messages))
+        # The session's context stands for upstream-stored history: forwarding both would
+        # give the model the conversation twice.
+        return call.api.with_history(call.api.without_server_state(body), list(context.messages))

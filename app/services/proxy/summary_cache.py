@@ -40,6 +40,18 @@ def scope_key(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts))).hexdigest()
 
 
+# What an entry holds in place of a summary message when summarizing its prefix did not
+# shrink the history (IneffectiveCompactionError): the next request with the same prefix
+# to summarize skips the summarizer instead of paying for the same refusal again.
+INEFFECTIVE_MARKER: dict[str, Any] = {"compactor": "ineffective-summary"}
+
+
+def ineffective_scope(scope: str) -> str:
+    """The scope of the ineffective-summary entries of `scope`: kept apart, so a summary
+    lookup never finds one."""
+    return scope_key(scope, "ineffective")
+
+
 class PrefixHashes:
     """SHA-256 of a history's first k messages (their canonical JSON, one per line), in
     one running pass that goes only as far as asked; stable across processes, so every

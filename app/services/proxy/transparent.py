@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import anyio
 
+from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.formats.vendor.apis import ProxyApi
@@ -25,10 +27,12 @@ from app.services.estimation import EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.call import ProxyCall, ProxyObserver, ProxyReport
 from app.services.proxy.summary_cache import (
+    INEFFECTIVE_MARKER,
     CachedSummary,
     PrefixHashes,
     SummaryCache,
     ignoring_store_errors,
+    ineffective_scope,
     scope_key,
 )
 
@@ -60,6 +64,25 @@ def _history_of(api: ProxyApi, body: dict[str, Any]) -> HistoryInput | None:
         model=model if isinstance(model, str) else None,
         reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
     )
+
+
+class _IneffectiveMemory:
+    """Skips the summarizer for a prefix whose summary was refused as ineffective before
+    (the same messages to summarize would be refused again), and remembers the plan."""
+
+    def __init__(self, covered: Callable[[CompactionPlan], int]) -> None:
+        self.covered = covered
+        self.known: int | None = None
+        self.planned: CompactionPlan | None = None
+
+    def skip(self, plan: CompactionPlan) -> str | None:
+        self.planned = plan
+        if self.known is not None and self.covered(plan) == self.known:
+            return (
+                "a summary of these messages did not shrink the history before; waiting "
+                "for more history before summarizing again"
+            )
+        return None
 
 
 class TransparentCompactor:
@@ -126,24 +149,38 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 return forwarded
-        try:
-            outcome = await self.compaction.compact(
-                wanted, CompactOptions(force=overflow, trigger=trigger), call.caller_gone
+        # What a plan's summary covers, in messages of the caller's history.
+        offset = 1 if hit is not None else 0
+
+        def covered(plan: CompactionPlan) -> int:
+            return (hit.prefix_len if hit else 0) + plan.cut_index - inline - offset
+
+        ineffective = _IneffectiveMemory(covered)
+        if not overflow:
+            ineffective.known = await anyio.to_thread.run_sync(
+                self._known_ineffective, call.tenant, scope, prefixes
             )
+        options = CompactOptions(force=overflow, trigger=trigger, skip_summary=ineffective.skip)
+        try:
+            outcome = await self.compaction.compact(wanted, options, call.caller_gone)
         except (SummarizerError, IneffectiveCompactionError) as exc:
             # Fail open: the upstream may still take the history; a summary is an aid.
             report.note = f"compaction failed: {type(exc).__name__}"
             log.warning("proxy compaction failed open", extra={"error": type(exc).__name__})
+            planned = ineffective.planned
+            if isinstance(exc, IneffectiveCompactionError) and planned is not None:
+                marker = CachedSummary(covered(planned), 0, INEFFECTIVE_MARKER)
+                await anyio.to_thread.run_sync(
+                    self._store, call.tenant, ineffective_scope(scope), prefixes, marker
+                )
             return None if overflow else forwarded
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             report.note = outcome.reason
             # After an overflow, what was already sent would only overflow again.
             return None if overflow else forwarded
-        # What the new summary covers, in messages of the caller's history.
-        offset = 1 if hit is not None else 0
         cut = outcome.plan.cut_index
         summarized = CachedSummary(
-            prefix_len=(hit.prefix_len if hit else 0) + cut - inline - offset,
+            prefix_len=covered(outcome.plan),
             prefix_tokens=(hit.prefix_tokens if hit else 0)
             + sum(counted.per_message[inline + offset : cut]),
             summary_message=outcome.messages[inline],
@@ -190,6 +227,14 @@ class TransparentCompactor:
         )
         self.observer.summary_cache_lookup(call.api.name, hit is not None)
         return hit
+
+    def _known_ineffective(self, tenant: str, scope: str, prefixes: PrefixHashes) -> int | None:
+        """How many messages of this history were summarized before without shrinking it."""
+        found = ignoring_store_errors(
+            lambda: self.cache.longest(tenant, ineffective_scope(scope), prefixes),
+            self._store_failed,
+        )
+        return found.prefix_len if found is not None else None
 
     def _store(
         self, tenant: str, scope: str, prefixes: PrefixHashes, summary: CachedSummary

@@ -24,7 +24,7 @@ from app.services.clearing import clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions
-from app.services.sessions.context import SessionContext, build_context
+from app.services.sessions.context import ForwardedPrompt, SessionContext, build_context
 from app.services.sessions.errors import CompactionConflictError
 from app.services.sessions.records import record_fields
 from app.services.sessions.stall import stall_of, waits_for_new_entries
@@ -78,7 +78,9 @@ class SessionCompactor:
             self._store.require(db, tenant, session_id)
             return [CompactionRecord.of(row) for row in CompactionRepository(db).all(session_id)]
 
-    def load_context(self, tenant: str, session_id: str) -> SessionContext:
+    def load_context(
+        self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
+    ) -> SessionContext:
         with self._store.transaction() as db:
             row = self._store.require(db, tenant, session_id)
             latest = CompactionRepository(db).latest(session_id)
@@ -87,28 +89,36 @@ class SessionCompactor:
             kept = transcript.from_seq(
                 session_id, latest.first_kept_seq if latest is not None else 0
             )
-            return build_context(
+            context = build_context(
                 SessionView.of(row),
                 CompactionRecord.of(latest) if latest is not None else None,
                 entries_of(prefix),
                 entries_of(kept),
                 self.marker,
             )
+            return replace(context, prompt=prompt) if prompt is not None else context
 
-    def context(self, tenant: str, session_id: str) -> ContextView:
-        """The context to send now, with its estimate."""
-        context = self.load_context(tenant, session_id)
+    def context(
+        self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
+    ) -> ContextView:
+        """The context to send now, with its estimate (counted with `prompt`'s system
+        prompt and tools when a proxied request forwards its own)."""
+        context = self.load_context(tenant, session_id, prompt)
         return ContextView(context, self.estimation.count(context.history()))
 
     async def prepare(
-        self, tenant: str, session_id: str, caller_gone: CallerGone = lambda: False
+        self,
+        tenant: str,
+        session_id: str,
+        caller_gone: CallerGone = lambda: False,
+        prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """The before-turn hook: estimate; compact when over the threshold; the context.
 
         When compaction cannot bring the context under the threshold, the answer says so
         and automatic compaction pauses until new entries arrive (no call on every turn).
         """
-        view = await _in_thread(self.context, tenant, session_id)
+        view = await _in_thread(self.context, tenant, session_id, prompt)
         session = view.context.session
         settings = session.settings
         clearing = clearing_due(view.counted, settings.effective_strategy, settings.effective_clear)
@@ -151,9 +161,10 @@ class SessionCompactor:
         thinking: ThinkingLevel | None,
         caller_gone: CallerGone = lambda: False,
         strategy: str | None = None,
+        prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
-        context = await _in_thread(self.load_context, tenant, session_id)
+        context = await _in_thread(self.load_context, tenant, session_id, prompt)
         result = await self._compact(
             context, trigger, instructions, thinking, caller_gone, force=True, strategy=strategy
         )
@@ -188,7 +199,7 @@ class SessionCompactor:
             view = ContextView(context, outcome.counted)
             return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
         record = await _in_thread(self._record, context, outcome, trigger, instructions)
-        view = await _in_thread(self.context, session.tenant, session.id)
+        view = await _in_thread(self.context, session.tenant, session.id, context.prompt)
         return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
 
     def _record(

@@ -16,6 +16,15 @@ from app.services.sessions.views import CompactionRecord, SessionView, Transcrip
 
 
 @dataclass(frozen=True, slots=True)
+class ForwardedPrompt:
+    """The system prompt and tools a proxied request forwards next to the session's
+    context: counted in place of the session's own (None: the session's own)."""
+
+    system: Any = None
+    tools: Sequence[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionContext:
     """What the agent should send now, and where each message came from."""
 
@@ -27,14 +36,19 @@ class SessionContext:
     usage: list[UsageReport]
     estimate_floor: int
     latest: CompactionRecord | None
+    # What a proxied request forwards instead of the session's system prompt and tools.
+    prompt: ForwardedPrompt | None = None
 
     def history(self) -> HistoryInput:
         settings = self.session.settings
+        prompt = self.prompt or ForwardedPrompt()
+        system = prompt.system if prompt.system is not None else self.session.system
+        tools = prompt.tools if prompt.tools is not None else self.session.tools
         return HistoryInput(
             messages=self.messages,
             format=self.format,
-            system=self.session.system,
-            tools=self.session.tools or (),
+            system=system,
+            tools=tools or (),
             model=self.session.model,
             context_window=settings.context_window,
             reserve_tokens=settings.reserve_tokens,

@@ -19,6 +19,7 @@ from app.services.estimation import EstimationService
 from app.services.sessions.appends import AppendResult, TranscriptLog
 from app.services.sessions.catalog import NewSession, SessionCatalog
 from app.services.sessions.compactions import CompactResult, ContextView, SessionCompactor
+from app.services.sessions.context import ForwardedPrompt
 from app.services.sessions.transactions import SessionStore
 from app.services.sessions.views import CompactionRecord, SessionView
 
@@ -26,6 +27,7 @@ __all__ = [
     "AppendResult",
     "CompactResult",
     "ContextView",
+    "ForwardedPrompt",
     "NewSession",
     "SessionService",
 ]
@@ -89,15 +91,21 @@ class SessionService:
         """Every compaction record of the session, oldest first."""
         return self._compactor.compactions(tenant, session_id)
 
-    def context(self, tenant: str, session_id: str) -> ContextView:
+    def context(
+        self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
+    ) -> ContextView:
         """The context to send now, with its estimate."""
-        return self._compactor.context(tenant, session_id)
+        return self._compactor.context(tenant, session_id, prompt)
 
     async def prepare(
-        self, tenant: str, session_id: str, caller_gone: CallerGone = lambda: False
+        self,
+        tenant: str,
+        session_id: str,
+        caller_gone: CallerGone = lambda: False,
+        prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """The before-turn hook: estimate; compact when over the threshold; the context."""
-        return await self._compactor.prepare(tenant, session_id, caller_gone)
+        return await self._compactor.prepare(tenant, session_id, caller_gone, prompt)
 
     async def compact(
         self,
@@ -108,8 +116,9 @@ class SessionService:
         thinking: ThinkingLevel | None,
         caller_gone: CallerGone = lambda: False,
         strategy: str | None = None,
+        prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
         return await self._compactor.compact(
-            tenant, session_id, trigger, instructions, thinking, caller_gone, strategy
+            tenant, session_id, trigger, instructions, thinking, caller_gone, strategy, prompt
         )

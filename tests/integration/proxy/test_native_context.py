@@ -327,7 +327,11 @@ def test_responses_refuse_server_side_history_and_foreign_items(
         client.responses.create(
             model="gpt-5",
             input=[
-                {"type": "compaction", "encrypted_content": "gAAAAAB-from-openai"},
+                # Another deployment's (or an altered) state; OpenAI's own is kept verbatim.
+                {
+                    "type": "compaction",
+                    "encrypted_content": "ccs1.eJyrVkrOzy0oSi0uTk1RslIqSy0qzszPUzJU.x",
+                },
                 {"role": "user", "content": "hi"},
             ],
         )
