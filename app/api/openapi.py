@@ -38,8 +38,9 @@ def _problem_response(status: int, own: str | None) -> dict[str, Any]:
     # titles of the errors it raises, from `documented`) says more.
     if own is None or own in _FASTAPI_PHRASES or own == HTTPStatus(status).phrase:
         description = generic
-    elif status == 422:
-        description = f"{generic} (schema, or: {own})"
+    elif status in (400, 422):
+        # The generic cause (malformed JSON, a schema violation) applies to every body.
+        description = f"{generic} (or: {own})"
     else:
         description = own
     return {

@@ -45,6 +45,15 @@ class ProxyCall:
             return None
         return value if isinstance(value, dict) else None
 
+    def received_body(self) -> dict[str, Any] | None:
+        """The body as the caller sent it, even after a native step replaced `body` (what
+        a session's transcript records: the originals, never an edited copy)."""
+        try:
+            value = orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
 
 @dataclass
 class ProxyReport:

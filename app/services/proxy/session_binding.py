@@ -33,6 +33,18 @@ def new_messages(format_name: str, history: list[Any]) -> list[Any]:
     return history
 
 
+def unrecorded(fresh: list[Any], recorded_tail: list[Any]) -> list[Any]:
+    """`fresh` less what the session already recorded after the model last spoke.
+
+    A request whose upstream failed left its new messages in the transcript with no
+    reply; the caller's retry sends them again, and they must not be recorded twice.
+    """
+    count = len(recorded_tail)
+    if count and fresh[:count] == recorded_tail:
+        return fresh[count:]
+    return fresh
+
+
 def forwarded_prompt(call: ProxyCall, body: dict[str, Any]) -> ForwardedPrompt:
     """The system prompt and tools the request forwards (counted instead of the session's
     own when the request carries them)."""
@@ -53,10 +65,14 @@ class SessionBinding:
     ) -> dict[str, Any] | None:
         """Appends the request's new messages; the body with the session's context."""
         assert call.session_id is not None
+        # The transcript records what the caller sent, not a natively edited copy.
+        received = call.received_body() or body
         # Responses `input` as plain text is one user message.
-        history = call.api.history(body) or []
+        history = call.api.history(received) or []
         view = await anyio.to_thread.run_sync(self.sessions.context, call.tenant, call.session_id)
-        fresh = new_messages(call.api.format, history) if view.context.messages else history
+        stored = view.context.messages
+        fresh = new_messages(call.api.format, history) if stored else history
+        fresh = unrecorded(fresh, new_messages(call.api.format, stored) if stored else [])
         if fresh:
             await anyio.to_thread.run_sync(
                 self.sessions.append, call.tenant, call.session_id, fresh, {}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -385,3 +386,31 @@ def test_a_block_sent_back_without_context_management_is_still_honoured(
         if isinstance(b, dict)
     )
     assert plain.content[0].type == "text"
+
+
+def test_a_bound_session_records_the_originals_not_the_edited_copy(
+    proxy: str, upstream: FakeUpstream
+) -> None:
+    # Found by review: the natively cleared body was what the session's transcript kept.
+    created = httpx.post(f"{proxy}/sessions", json={"model": MODEL})
+    sid = created.json()["id"]
+    client = anthropic_client(proxy, **{"X-Compactor-Session": sid})
+    sent = history()
+    client.beta.messages.create(
+        model=MODEL,
+        max_tokens=1000,
+        messages=sent,
+        context_management={
+            "edits": [
+                {
+                    "type": "clear_tool_uses_20250919",
+                    "trigger": {"type": "input_tokens", "value": 1_000},
+                    "keep": {"type": "tool_uses", "value": 1},
+                }
+            ]
+        },
+        betas=BETAS,
+    )
+    stored = httpx.get(f"{proxy}/sessions/{sid}/transcript", params={"limit": 5000}).json()
+    assert stored["messages"][: len(sent)] == sent
+    assert CLEARED_RESULT_PREFIX not in str(stored["messages"])

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
-from tests.integration.fake_upstreams import FakeUpstream, context_too_long_openai
+from tests.integration.fake_upstreams import Answer, FakeUpstream, context_too_long_openai
 from tests.integration.proxy.clients import anthropic_client, openai_client
 
 
@@ -137,3 +137,21 @@ def test_an_unknown_session_is_404(proxy_url: str, upstream: FakeUpstream) -> No
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="gpt-4", messages=[{"role": "user", "content": "x"}])
     assert upstream.received == []
+
+
+def test_a_retry_after_an_upstream_failure_records_the_message_once(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    # Found by review: the new messages were appended before forwarding, so the SDK's
+    # retry after a 500 recorded the user's message a second time.
+    sid = new_session(proxy_url, model="gpt-4o")
+    client = openai_client(proxy_url, **{"X-Compactor-Session": sid})
+    question = [{"role": "user", "content": "first question"}]
+    upstream.script(Answer(500, {"error": {"message": "boom", "type": "server_error"}}))
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="gpt-4o", messages=question)
+    client.chat.completions.create(model="gpt-4o", messages=question)
+    assert [(m["role"], m["content"]) for m in transcript(proxy_url, sid)][:1] == [
+        ("user", "first question")
+    ]
+    assert [m["role"] for m in transcript(proxy_url, sid)] == ["user", "assistant"]
