@@ -11,7 +11,9 @@ scope, and nothing at all when the scope has no entries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -40,13 +42,51 @@ def scope_key(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts))).hexdigest()
 
 
+class PrefixMemo:
+    """Prefix hashes already computed in this process, keyed by an in-process fingerprint
+    of the prefix (the per-message digests the count already made): a caller resending its
+    history every turn has the same prefix hashed once, not on every request."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._max = max_entries
+        self._data: OrderedDict[tuple[int, int], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int]) -> str | None:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[int, int], digest: str) -> None:
+        with self._lock:
+            self._data[key] = digest
+            if len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+
 class PrefixHashes:
     """SHA-256 of a history's first k messages (their canonical JSON, one per line), in
     one running pass that goes only as far as asked; stable across processes, so every
-    replica computes the same keys."""
+    replica computes the same keys.
 
-    def __init__(self, messages: Sequence[Any]) -> None:
+    With `fingerprints` (an in-process digest of each message, e.g. length and SipHash of
+    its JSON) and a `memo`, a prefix hashed before is looked up instead: the key is the
+    prefix length and the hash of its messages' fingerprints, as likely to collide as the
+    per-message count cache's keys (about 2^-64 per pair)."""
+
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        fingerprints: Sequence[Hashable] | None = None,
+        memo: PrefixMemo | None = None,
+    ) -> None:
         self._messages = messages
+        self._fingerprints = fingerprints if memo is not None else None
+        if self._fingerprints is not None and len(self._fingerprints) != len(messages):
+            self._fingerprints = None
+        self._memo = memo
         self._running = hashlib.sha256()
         self._done = 0
         self._digests: dict[int, str] = {0: hashlib.sha256().hexdigest()}
@@ -59,6 +99,20 @@ class PrefixHashes:
         found = self._digests.get(k)
         if found is not None:
             return found
+        memo_key = None
+        if self._memo is not None and self._fingerprints is not None:
+            memo_key = (k, hash(tuple(self._fingerprints[:k])))
+            found = self._memo.get(memo_key)
+            if found is not None:
+                self._digests[k] = found
+                return found
+        digest = self._computed(k)
+        self._digests[k] = digest
+        if memo_key is not None and self._memo is not None:
+            self._memo.put(memo_key, digest)
+        return digest
+
+    def _computed(self, k: int) -> str:
         if k < self._done:
             # Asked out of order: hash that prefix on its own (same definition).
             return PrefixHashes(self._messages).at(k)
@@ -67,9 +121,7 @@ class PrefixHashes:
             self._running.update(canonical_json(self._messages[self._done]))
             self._running.update(b"\n")
             self._done += 1
-        digest = self._running.copy().hexdigest()
-        self._digests[k] = digest
-        return digest
+        return self._running.copy().hexdigest()
 
     def many(self, lengths: Sequence[int]) -> dict[int, str]:
         """Hashes at each of `lengths`, in one pass."""
