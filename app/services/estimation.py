@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import reduce
+from operator import or_
+from typing import Any, cast
+
+import orjson
 
 from app.engine.compaction.thresholds import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -76,6 +80,8 @@ class CountedHistory:
     conversation: Conversation | None
     # Parts counted by a guess rather than a published or API-confirmed rule.
     estimated: Estimated = Estimated.NONE
+    # `content_digest` of each message (in-process keys, e.g. for memoized prefix hashes).
+    message_digests: Sequence[tuple[int, int]] = ()
 
     @property
     def exact(self) -> bool:
@@ -115,6 +121,15 @@ def content_digest(value: Any, where: str = "body") -> tuple[int, int]:
     """
     data = json_bytes(value, where)
     return len(data), hash(data)
+
+
+def message_digests(messages: Sequence[Any]) -> list[tuple[int, int]]:
+    """`content_digest` of each message, in one pass (the re-estimate path's hot loop)."""
+    try:
+        return [(len(data), hash(data)) for data in map(orjson.dumps, messages)]
+    except TypeError:
+        # Some message orjson refuses: each one again, with the slow path and its position.
+        return [content_digest(m, f"messages[{i}]") for i, m in enumerate(messages)]
 
 
 class EstimationService:
@@ -185,7 +200,7 @@ class EstimationService:
                 wire.parse(history.messages, history.system, history.tools) if parse_all else None
             )
             parsed = conversation.messages if conversation is not None else None
-            per_message, estimated = self._count_messages(
+            per_message, estimated, digests = self._count_messages(
                 history.messages, parsed, wire.parse_message, choice
             )
         except InvalidHistoryError as exc:
@@ -229,6 +244,7 @@ class EstimationService:
             estimate=estimate,
             conversation=conversation,
             estimated=estimated,
+            message_digests=digests,
         )
 
     def _count_tools(
@@ -266,11 +282,15 @@ class EstimationService:
         parsed: Sequence[Message] | None,
         parse_one: Callable[[Any, str], Message] | None,
         choice: TokenizerChoice,
-    ) -> tuple[list[int], Estimated]:
-        """Per-message counts and the parts any message had to guess (both cached)."""
-        prefix = (choice.tokenizer.name, choice.rules.cache_key)
-        keys = [(prefix, content_digest(raw, f"messages[{i}]")) for i, raw in enumerate(raws)]
-        packed: list[int | None] = [self.cache.get(key) for key in keys]
+    ) -> tuple[list[int], Estimated, list[tuple[int, int]]]:
+        """Per-message counts, the parts any message had to guess (both cached), and the
+        messages' digests."""
+        # One string tag (its hash computed once) and the digest, flat: every message's
+        # lookup hashes its key again, and a nested tuple would rehash more.
+        tag = f"{choice.tokenizer.name}|{choice.rules.cache_key[0]}"
+        digests = message_digests(raws)
+        keys = [(tag, length, digest) for length, digest in digests]
+        packed = self.cache.get_many(keys)
         missing = [i for i, c in enumerate(packed) if c is None]
         if missing:
             fixed: list[tuple[int, Estimated]] = []
@@ -292,14 +312,11 @@ class EstimationService:
                 value = _pack(base + scaled(sum(text_counts[lo:hi])), flags)
                 packed[i] = value
                 self.cache.put(keys[i], value)
-        counts: list[int] = []
-        estimated = 0
-        mask = (1 << ESTIMATED_BITS) - 1
-        for entry in packed:
-            assert entry is not None
-            counts.append(entry >> ESTIMATED_BITS)
-            estimated |= entry & mask
-        return counts, Estimated(estimated)
+        filled = cast(list[int], packed)  # every miss was counted above
+        counts = [entry >> ESTIMATED_BITS for entry in filled]
+        # The flags sit in the low bits: OR-ing whole entries ORs the flags.
+        estimated = reduce(or_, filled, 0) & ((1 << ESTIMATED_BITS) - 1)
+        return counts, Estimated(estimated), digests
 
     def _cached_count(self, value: Any, compute: Callable[[], int], choice: TokenizerChoice) -> int:
         if not value[1]:

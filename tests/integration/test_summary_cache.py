@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from app.services.proxy.summary_cache import CachedSummary, PrefixHashes, SummaryCache, scope_key
+from app.services.estimation import message_digests
+from app.services.proxy.summary_cache import (
+    CachedSummary,
+    PrefixHashes,
+    PrefixMemo,
+    SummaryCache,
+    scope_key,
+)
 from app.store.database import create_db_engine, session_factory
 
 HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(10)]
@@ -57,3 +64,49 @@ def test_entries_are_bounded_per_tenant_oldest_first(cache_factory: Any) -> None
     assert cache.longest("t1", scope, PrefixHashes(HISTORY[:4])) == summary(3)
     assert cache.longest("t1", scope, PrefixHashes(HISTORY[:3])) is None
     assert cache.longest("t2", scope, PrefixHashes(HISTORY)) == summary(1)
+
+
+def memoized(history: list[Any], memo: PrefixMemo) -> PrefixHashes:
+    return PrefixHashes(history, message_digests(history), memo)
+
+
+def test_memoized_prefix_hashes_are_the_hashes_themselves(cache_factory: Any) -> None:
+    memo = PrefixMemo()
+    forked = [*HISTORY[:4], {"role": "user", "content": "something else"}, *HISTORY[5:]]
+    for _ in range(2):  # the second round answers from the memo
+        for history in (HISTORY, forked, HISTORY[:6]):
+            fresh, remembered = PrefixHashes(history), memoized(history, memo)
+            assert [remembered.at(k) for k in range(len(history) + 1)] == [
+                fresh.at(k) for k in range(len(history) + 1)
+            ]
+    # Asked out of order, from the memo or not, the answer is the same.
+    assert memoized(HISTORY, memo).at(3) == memoized(HISTORY, PrefixMemo()).at(3)
+    assert memoized(forked, memo).memoized(6) == PrefixHashes(forked).at(6)
+    assert memoized(forked, PrefixMemo()).memoized(6) is None
+    # The same lookups as above, through the memo, twice.
+    cache = cache_factory(100)
+    scope = scope_key("openai", None, [], [])
+    cache.store("t1", scope, memoized(HISTORY, memo), summary(3))
+    cache.store("t1", scope, memoized(HISTORY, memo), summary(6))
+    for _ in range(2):
+        assert cache.longest("t1", scope, memoized(HISTORY, memo)) == summary(6)
+        assert cache.longest("t1", scope, memoized(forked, memo)) == summary(3)
+        assert cache.longest("t1", scope, memoized(HISTORY[:6], memo)) == summary(3)
+        assert cache.longest("t2", scope, memoized(HISTORY, memo)) is None
+
+
+def test_a_summary_read_before_is_a_fresh_copy_and_goes_with_its_row(
+    cache_factory: Any,
+) -> None:
+    cache = cache_factory(1)
+    scope = scope_key("openai", None, [], [])
+    memo = PrefixMemo()
+    cache.store("t1", scope, PrefixHashes(HISTORY), summary(3))
+    first = cache.longest("t1", scope, memoized(HISTORY, memo))
+    assert first == summary(3)
+    first.summary_message["content"] = "changed by the caller"
+    assert cache.longest("t1", scope, memoized(HISTORY, memo)) == summary(3)
+    # A newer entry evicts the row (bound 1): the lookup no longer finds what it read.
+    cache.store("t1", scope, PrefixHashes(HISTORY), summary(5))
+    assert cache.longest("t1", scope, memoized(HISTORY[:5], memo)) is None
+    assert cache.longest("t1", scope, memoized(HISTORY, memo)) == summary(5)

@@ -1,19 +1,25 @@
 """The proxy's pure pieces: context-overflow answers recognized, streamed replies
-reassembled from their events (text, tool calls, thinking), and which messages of a
-resent history are new."""
+reassembled from their events (text, tool calls, thinking), which messages of a
+resent history are new, and the bounded memo of bodies known under their threshold."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import orjson
 import pytest
 
+from app.composition import build_state
 from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES
 from app.formats.vendor.overflow import is_context_overflow
 from app.formats.vendor.replies import ReplyCapture, reply_from_body, usage_report
+from app.services.proxy import transparent
+from app.services.proxy.call import NullProxyObserver, ProxyCall, ProxyMode, ProxyReport
 from app.services.proxy.session_binding import new_messages
+from app.settings import Settings
+from app.tokenizers.bpe import TokenizerRegistry
 
 
 def sse(*events: tuple[str | None, Any]) -> bytes:
@@ -249,3 +255,39 @@ def test_an_odd_stream_event_stops_recording_not_the_stream(chunk: dict[str, Any
     capture = ReplyCapture(CHAT_COMPLETIONS)
     assert capture.feed(b"data: " + orjson.dumps(chunk) + b"\n\n") is False
     assert capture.reply() is None
+
+
+def test_bodies_known_under_the_threshold_are_bounded_and_told_apart_by_their_bytes(
+    settings: Settings, tokenizers: TokenizerRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transparent, "UNDER_THRESHOLD_ENTRIES", 2)
+    state = build_state(settings, tokenizers=tokenizers)
+    compactor = transparent.TransparentCompactor(
+        state.estimation, state.compaction, state.summary_cache, NullProxyObserver()
+    )
+
+    def call(text: str) -> ProxyCall:
+        body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": text}]}
+        raw = json.dumps(body).encode()
+        return ProxyCall(CHAT_COMPLETIONS, "t1", raw, [], ProxyMode.TRANSPARENT)
+
+    def remember(text: str) -> int:
+        sent, report = call(text), ProxyReport()
+        assert sent.body is not None
+        assert asyncio.run(compactor.apply(sent, sent.body, report)) is None
+        assert report.tokens_before is not None
+        return report.tokens_before
+
+    try:
+        tokens_a = remember("a")
+        remember("bb")
+        assert compactor.known_under_threshold(call("a")) == tokens_a
+        # The same length, other bytes: not known (its length alone does not decide).
+        assert compactor.known_under_threshold(call("b")) is None
+        assert compactor.known_under_threshold(call("ccc")) is None
+        remember("ccc")  # evicts "bb", the least recently used
+        assert compactor.known_under_threshold(call("bb")) is None
+        assert compactor.known_under_threshold(call("a")) == tokens_a
+        assert compactor.known_under_threshold(call("ccc")) is not None
+    finally:
+        state.close_store()

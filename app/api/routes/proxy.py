@@ -11,10 +11,11 @@ from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
 from app.api.auth import PROXY_KEY_HEADER, proxy_tenant
-from app.api.deps import State
+from app.api.deps import get_state
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, Problem
 from app.api.relay import RelayedStream, whole_answer
+from app.api.state import AppState
 from app.engine.ports import CallerGone
 from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
 from app.providers.upstream import request_headers
@@ -27,7 +28,20 @@ SESSION_HEADER = "x-compactor-session"
 _OWN_HEADERS = (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER)
 
 router = APIRouter(tags=["proxy"])
-ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+
+
+# The dependencies are coroutines: FastAPI runs a plain function in its thread pool, a
+# hop to another thread and back on every request, for work that never blocks.
+async def _state(request: Request) -> AppState:
+    return get_state(request)
+
+
+async def _tenant(request: Request) -> str:
+    return proxy_tenant(request)
+
+
+State = Annotated[AppState, Depends(_state)]
+ProxyTenant = Annotated[str, Depends(_tenant)]
 ModeHeader = Annotated[
     str | None,
     Header(
@@ -64,7 +78,7 @@ _BODY = {
 }
 
 
-def _proxy_service(state: State) -> ProxyService:
+async def _proxy_service(state: State) -> ProxyService:
     if state.proxy is None:
         raise ApiError(503, "Proxy unavailable", "the proxy is not running", "proxy-unavailable")
     return state.proxy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 
 class TokenCountCache:
@@ -26,6 +26,24 @@ class TokenCountCache:
             self._data.move_to_end(key)
             self.hits += 1
             return value
+
+    def get_many(self, keys: Sequence[Hashable]) -> list[int | None]:
+        """`get` of each key under one lock (a history's messages in one pass)."""
+        out: list[int | None] = []
+        append = out.append
+        with self._lock:
+            data = self._data
+            lookup = data.get
+            move = data.move_to_end
+            for key in keys:
+                value = lookup(key)
+                if value is not None:
+                    move(key)
+                append(value)
+            found = len(out) - out.count(None)
+            self.hits += found
+            self.misses += len(out) - found
+        return out
 
     def put(self, key: Hashable, value: int) -> None:
         with self._lock:

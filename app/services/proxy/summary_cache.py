@@ -11,10 +11,12 @@ scope, and nothing at all when the scope has no entries.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import orjson
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -52,13 +54,62 @@ def ineffective_scope(scope: str) -> str:
     return scope_key(scope, "ineffective")
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Lru(Generic[K, V]):
+    """A small thread-safe LRU (lookups run in worker threads)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._data[key] = value
+            if len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+
+class PrefixMemo(_Lru[tuple[int, int], str]):
+    """Prefix hashes already computed in this process, keyed by an in-process fingerprint
+    of the prefix (the per-message digests the count already made): a caller resending its
+    history every turn has the same prefix hashed once, not on every request."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        super().__init__(max_entries)
+
+
 class PrefixHashes:
     """SHA-256 of a history's first k messages (their canonical JSON, one per line), in
     one running pass that goes only as far as asked; stable across processes, so every
-    replica computes the same keys."""
+    replica computes the same keys.
 
-    def __init__(self, messages: Sequence[Any]) -> None:
+    With `fingerprints` (an in-process digest of each message, e.g. length and SipHash of
+    its JSON) and a `memo`, a prefix hashed before is looked up instead: the key is the
+    prefix length and the hash of its messages' fingerprints, as likely to collide as the
+    per-message count cache's keys (about 2^-64 per pair)."""
+
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        fingerprints: Sequence[Hashable] | None = None,
+        memo: PrefixMemo | None = None,
+    ) -> None:
         self._messages = messages
+        self._fingerprints = fingerprints if memo is not None else None
+        if self._fingerprints is not None and len(self._fingerprints) != len(messages):
+            self._fingerprints = None
+        self._memo = memo
         self._running = hashlib.sha256()
         self._done = 0
         self._digests: dict[int, str] = {0: hashlib.sha256().hexdigest()}
@@ -68,9 +119,35 @@ class PrefixHashes:
 
     def at(self, k: int) -> str:
         """Hash of `messages[:k]` (0 <= k <= len)."""
+        found = self.memoized(k)
+        if found is not None:
+            return found
+        digest = self._computed(k)
+        self._digests[k] = digest
+        memo_key = self._memo_key(k)
+        if memo_key is not None and self._memo is not None:
+            self._memo.put(memo_key, digest)
+        return digest
+
+    def memoized(self, k: int) -> str | None:
+        """Hash of `messages[:k]` when already known (here or in the memo), else None."""
         found = self._digests.get(k)
         if found is not None:
             return found
+        memo_key = self._memo_key(k)
+        if memo_key is None or self._memo is None:
+            return None
+        found = self._memo.get(memo_key)
+        if found is not None:
+            self._digests[k] = found
+        return found
+
+    def _memo_key(self, k: int) -> tuple[int, int] | None:
+        if self._fingerprints is None or not 0 <= k <= len(self._fingerprints):
+            return None
+        return k, hash(tuple(self._fingerprints[:k]))
+
+    def _computed(self, k: int) -> str:
         if k < self._done:
             # Asked out of order: hash that prefix on its own (same definition).
             return PrefixHashes(self._messages).at(k)
@@ -79,9 +156,7 @@ class PrefixHashes:
             self._running.update(canonical_json(self._messages[self._done]))
             self._running.update(b"\n")
             self._done += 1
-        digest = self._running.copy().hexdigest()
-        self._digests[k] = digest
-        return digest
+        return self._running.copy().hexdigest()
 
     def many(self, lengths: Sequence[int]) -> dict[int, str]:
         """Hashes at each of `lengths`, in one pass."""
@@ -103,6 +178,10 @@ class SummaryCache:
     def __init__(self, sessions: sessionmaker[Session], max_entries_per_tenant: int) -> None:
         self._sessions = sessions
         self.max_entries = max_entries_per_tenant
+        # Rows already read, by id and key: a stored row never changes, so a candidate
+        # the lookup finds again is not read again (one indexed query per lookup).
+        # The summary is kept as JSON bytes: each hit gets its own copy to put in a body.
+        self._rows: _Lru[tuple[int, str, str, int, str], tuple[int, int, bytes]] = _Lru(1024)
 
     @contextmanager
     def _transaction(self) -> Iterator[Session]:
@@ -115,14 +194,40 @@ class SummaryCache:
             repo = SummaryCacheRepository(db)
             # A prefix must leave at least one message to keep after the summary.
             candidates = [c for c in repo.candidates(tenant, scope) if c[1] < len(prefixes)]
+            # Longest first while the prefix hashes are known without hashing (the usual
+            # next turn): the first match is the longest; the first unknown one stops it.
+            for entry_id, length, digest in candidates:
+                known = prefixes.memoized(length)
+                if known is None:
+                    break
+                if known == digest:
+                    found = self._row(repo, (entry_id, tenant, scope, length, digest))
+                    if found is not None:
+                        return found
             hashes = prefixes.many([length for _, length, _ in candidates])
             for entry_id, length, digest in candidates:
                 if hashes[length] != digest:
                     continue
-                row = repo.get(entry_id)
-                if row is not None:
-                    return CachedSummary(row.prefix_len, row.prefix_tokens, row.summary_message)
+                found = self._row(repo, (entry_id, tenant, scope, length, digest))
+                if found is not None:
+                    return found
         return None
+
+    def _row(
+        self, repo: SummaryCacheRepository, key: tuple[int, str, str, int, str]
+    ) -> CachedSummary | None:
+        known = self._rows.get(key)
+        if known is not None:
+            prefix_len, prefix_tokens, message = known
+            return CachedSummary(prefix_len, prefix_tokens, orjson.loads(message))
+        row = repo.get(key[0])
+        if row is None:
+            return None
+        # Not representable for orjson (e.g. an integer beyond 64 bits): read each time.
+        with suppress(TypeError):
+            message = orjson.dumps(row.summary_message)
+            self._rows.put(key, (row.prefix_len, row.prefix_tokens, message))
+        return CachedSummary(row.prefix_len, row.prefix_tokens, row.summary_message)
 
     def store(
         self,

@@ -11,7 +11,7 @@ a stable prefix for the upstream's own prompt cache.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -30,6 +30,7 @@ from app.services.proxy.summary_cache import (
     INEFFECTIVE_MARKER,
     CachedSummary,
     PrefixHashes,
+    PrefixMemo,
     SummaryCache,
     ignoring_store_errors,
     ineffective_scope,
@@ -102,6 +103,10 @@ class TransparentCompactor:
         # Bodies known to be under their threshold (the decision depends only on the
         # bytes: model, output budget and history are all in them).
         self._under_threshold: OrderedDict[tuple[str, int, int], int] = OrderedDict()
+        # How many of those bodies have each (api, length): a body of a length never seen
+        # (a history that grew) is told apart without hashing its bytes.
+        self._under_threshold_lengths: Counter[tuple[str, int]] = Counter()
+        self._prefix_memo = PrefixMemo()
 
     async def apply(
         self,
@@ -137,7 +142,9 @@ class TransparentCompactor:
         keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
         wanted = replace(wanted, keep_recent_tokens=keep)
         scope = self._scope(api.format, wanted, history[:inline])
-        prefixes = PrefixHashes(history[inline:])
+        prefixes = PrefixHashes(
+            history[inline:], counted.message_digests[inline:], self._prefix_memo
+        )
         hit = await self._lookup(call, scope, prefixes)
         forwarded = None
         if hit is not None:
@@ -206,6 +213,8 @@ class TransparentCompactor:
 
     def known_under_threshold(self, call: ProxyCall) -> int | None:
         """The token count of a body already seen, byte for byte, under its threshold."""
+        if (call.api.name, len(call.raw)) not in self._under_threshold_lengths:
+            return None
         key = _body_key(call)
         tokens = self._under_threshold.get(key)
         if tokens is not None:
@@ -213,9 +222,16 @@ class TransparentCompactor:
         return tokens
 
     def _remember_under_threshold(self, call: ProxyCall, tokens: int) -> None:
-        self._under_threshold[_body_key(call)] = tokens
+        key = _body_key(call)
+        if key not in self._under_threshold:
+            self._under_threshold_lengths[key[:2]] += 1
+        self._under_threshold[key] = tokens
         if len(self._under_threshold) > UNDER_THRESHOLD_ENTRIES:
-            self._under_threshold.popitem(last=False)
+            evicted, _ = self._under_threshold.popitem(last=False)
+            lengths = self._under_threshold_lengths
+            lengths[evicted[:2]] -= 1
+            if lengths[evicted[:2]] <= 0:
+                del lengths[evicted[:2]]
 
     async def _lookup(
         self, call: ProxyCall, scope: str, prefixes: PrefixHashes
