@@ -18,13 +18,13 @@ import httpx
 from app import __version__
 from app.api.auth import parse_api_keys
 from app.api.metrics import Metrics
-from app.api.proxy_wiring import open_proxy
 from app.api.state import AppState
 from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.models import ModelRegistry
 from app.engine.ports import Summarizer
+from app.formats.vendor.apis import Upstream
 from app.providers import (
     PROVIDERS,
     AnthropicSummarizer,
@@ -35,11 +35,16 @@ from app.providers import (
     Wire,
 )
 from app.providers.http import CONNECT_TIMEOUT_SECONDS
+from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.proxy_hook import NativeProxyEdits
 from app.services.native.services import build_native_services
+from app.services.proxy.service import ProxyService
+from app.services.proxy.session_binding import SessionBinding
 from app.services.proxy.summary_cache import SummaryCache
+from app.services.proxy.transparent import TransparentCompactor
 from app.services.sessions.service import SessionService
 from app.services.system_prompt import SystemPromptService
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
@@ -270,3 +275,26 @@ async def running_summarizer(
         return
     async with outbound_client(settings) as client:
         yield build_summarizer(settings, client, models)
+
+
+async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
+    """Opens the shared upstream client (closed with `stack`) and sets `state.proxy`."""
+    settings = state.settings
+    client = await stack.enter_async_context(
+        upstream_http_client(
+            settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
+        )
+    )
+    cache = state.summary_cache
+    state.proxy = ProxyService(
+        upstream=client,
+        upstream_urls={
+            Upstream.OPENAI: settings.upstream_openai_url,
+            Upstream.ANTHROPIC: settings.upstream_anthropic_url,
+        },
+        compactor=TransparentCompactor(state.estimation, state.compaction, cache, state.metrics),
+        sessions=SessionBinding(state.sessions),
+        observer=state.metrics,
+        native=NativeProxyEdits(state.native, emulate=settings.native_edits == "emulate"),
+    )
+    stack.callback(setattr, state, "proxy", None)

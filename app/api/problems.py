@@ -28,9 +28,11 @@ from app.engine.errors import (
     SummarizerTimeoutError,
     SummarizerUnavailableError,
     SummaryTruncatedError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
-from app.providers.upstream import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,

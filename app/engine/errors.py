@@ -20,6 +20,12 @@ The whole tree (engine errors here; the services add theirs beside their use cas
     │   ├── SummarizerRejectedError    the provider refused the request or answered nonsense
     │   ├── SummarizerUnavailableError unreachable, or transient failures past the retries
     │   └── SummarizerTimeoutError     no answer within the deadline
+    ├── UpstreamError                  the proxied model API gave no answer
+    │   ├── UpstreamUnavailableError   unreachable, or closed mid-answer
+    │   └── UpstreamTimeoutError       no answer within the configured timeout
+    ├── UpstreamNotConfiguredError     (services.proxy) the route's upstream has no URL
+    ├── InvalidContextManagementError  a vendor context_management field is wrong
+    ├── CompactionStateError           a compaction block/item's state is refused
     └── CallerGoneError                the caller disconnected; the work was abandoned
 
 Configuration problems found at start-up (`SummarizerConfigError`, `RanksFileError`, …)
@@ -99,3 +105,15 @@ class InvalidContextManagementError(CompactorError):
 class CompactionStateError(CompactorError):
     """A compaction block or item whose state this service did not write, or that was
     altered after it was written."""
+
+
+class UpstreamError(CompactorError):
+    """The upstream model API could not be reached or did not answer in time."""
+
+
+class UpstreamUnavailableError(UpstreamError):
+    """Connecting to the upstream failed, or it closed the connection mid-answer."""
+
+
+class UpstreamTimeoutError(UpstreamError):
+    """The upstream did not answer within the configured timeout."""

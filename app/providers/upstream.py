@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from app.engine.errors import CompactorError
+from app.engine.errors import UpstreamTimeoutError, UpstreamUnavailableError
 
 # Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones
 # httpx recomputes for the body it sends or decodes.
@@ -38,29 +38,10 @@ _NOT_RELAYED = _HOP_BY_HOP | {"content-encoding", "date", "server"}
 _NOT_FORWARDED = _HOP_BY_HOP | {"accept-encoding"}
 
 
-class UpstreamError(CompactorError):
-    """The upstream model API could not be reached or did not answer in time."""
-
-
-class UpstreamUnavailableError(UpstreamError):
-    """Connecting to the upstream failed, or it closed the connection mid-answer."""
-
-
-class UpstreamTimeoutError(UpstreamError):
-    """The upstream did not answer within the configured timeout."""
-
-
-def request_headers(
-    headers: Iterable[tuple[str, str]], dropped: Sequence[str]
-) -> list[tuple[str, str]]:
+def forwardable(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The caller's headers to send on: credentials and vendor headers unchanged, minus
-    hop-by-hop ones, accept-encoding and the names in `dropped` (the service's own)."""
-    skip = {name.lower() for name in dropped}
-    return [
-        (name, value)
-        for name, value in headers
-        if name.lower() not in _NOT_FORWARDED and name.lower() not in skip
-    ]
+    the hop-by-hop ones and accept-encoding (this hop's business, not the caller's)."""
+    return [(name, value) for name, value in headers if name.lower() not in _NOT_FORWARDED]
 
 
 def answer_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
@@ -125,7 +106,7 @@ class UpstreamClient:
     ) -> UpstreamAnswer:
         """Sends the request and returns once the answer's status and headers arrived."""
         request = self._client.build_request(
-            method, url + (f"?{query}" if query else ""), headers=list(headers), content=body
+            method, url + (f"?{query}" if query else ""), headers=forwardable(headers), content=body
         )
         # Errors name the upstream by host only: its configured URL may carry a user and
         # password, and the caller has no business knowing the internal address anyway.

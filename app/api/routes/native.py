@@ -10,21 +10,19 @@ from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.responses import Response
 
-from app.api.auth import PROXY_KEY_HEADER, proxy_tenant
+from app.api.auth import proxy_tenant
+from app.api.caller_headers import SESSION_HEADER, caller_headers
 from app.api.deps import Native, State
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import Problem
 from app.api.relay import RelayedStream, whole_answer
 from app.api.routing import OrjsonRoute
 from app.formats.vendor.apis import MESSAGES, RESPONSES, ProxyApi
-from app.providers.upstream import request_headers
 from app.services.native.session_context import with_session_context
 from app.services.proxy.call import ProxyCall, ProxyMode
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)
 
-SESSION_HEADER = "x-compactor-session"
-_OWN_HEADERS = (PROXY_KEY_HEADER, "x-compactor-mode", SESSION_HEADER)
 AnyBody = Annotated[dict[str, Any], Body()]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -48,7 +46,7 @@ async def forwarded(
         api=api,
         tenant=tenant,
         raw=await request.body(),
-        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        headers=caller_headers(request),
         mode=ProxyMode.OFF,
         query=request.url.query,
     )

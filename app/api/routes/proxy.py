@@ -10,7 +10,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
-from app.api.auth import PROXY_KEY_HEADER, proxy_tenant
+from app.api.auth import proxy_tenant
+from app.api.caller_headers import caller_headers
 from app.api.deps import get_state
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, Problem
@@ -18,14 +19,10 @@ from app.api.relay import RelayedStream, whole_answer
 from app.api.state import AppState
 from app.engine.ports import CallerGone
 from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
-from app.providers.upstream import request_headers
 from app.services.proxy.call import ProxyAnswer, ProxyCall, ProxyMode
 from app.services.proxy.service import ProxyService
 
-MODE_HEADER = "x-compactor-mode"
-SESSION_HEADER = "x-compactor-session"
 # The service's own headers never reach the upstream.
-_OWN_HEADERS = (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER)
 
 router = APIRouter(tags=["proxy"])
 
@@ -122,7 +119,7 @@ async def _forward(
         api=api,
         tenant=tenant,
         raw=raw,
-        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        headers=caller_headers(request),
         mode=proxy_mode,
         session_id=session.strip() if session and session.strip() else None,
         query=request.url.query,
@@ -188,7 +185,7 @@ async def _forward_models(
         api=api,
         tenant=tenant,
         raw=b"",
-        headers=request_headers(request.headers.items(), _OWN_HEADERS),
+        headers=caller_headers(request),
         mode=ProxyMode.OFF,
         query=request.url.query,
     )
