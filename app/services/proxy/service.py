@@ -121,6 +121,9 @@ class ProxyService:
             if known is not None:
                 report.tokens_before = report.tokens_after = known
                 return None
+            resent = self.compactor.known_compacted(call, report)
+            if resent is not None:
+                return resent
         if call.body is None:
             return None
         if call.session_id is not None:

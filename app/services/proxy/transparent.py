@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -42,6 +42,9 @@ log = logging.getLogger("compactor.proxy")
 # tail that fits, large ones the default keep_recent_tokens.
 KEEP_RECENT_SHARE = 4
 UNDER_THRESHOLD_ENTRIES = 4096
+# Compacted bodies to forward for a body resent byte for byte (a retry, a client that
+# resends its last request): each holds a compacted history, so only a few.
+COMPACTED_RESEND_ENTRIES = 32
 
 
 def _body_key(call: ProxyCall) -> tuple[str, int, int]:
@@ -65,6 +68,13 @@ def _history_of(api: ProxyApi, body: dict[str, Any]) -> HistoryInput | None:
         model=model if isinstance(model, str) else None,
         reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Compacted:
+    body: dict[str, Any]
+    tokens_before: int
+    tokens_after: int
 
 
 class _IneffectiveMemory:
@@ -107,6 +117,8 @@ class TransparentCompactor:
         # (a history that grew) is told apart without hashing its bytes.
         self._under_threshold_lengths: Counter[tuple[str, int]] = Counter()
         self._prefix_memo = PrefixMemo()
+        # Tenant + body → what was forwarded for it and its counts, for exact resends.
+        self._compacted: OrderedDict[tuple[str, str, int, int], _Compacted] = OrderedDict()
 
     async def apply(
         self,
@@ -155,6 +167,7 @@ class TransparentCompactor:
             report.compacted = report.cache_hit = True
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
+                self._remember_compacted(call, forwarded, report)
                 return forwarded
         # What a plan's summary covers, in messages of the caller's history.
         offset = 1 if hit is not None else 0
@@ -196,7 +209,10 @@ class TransparentCompactor:
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after
-        return api.with_history(body, outcome.messages)
+        forwarded = api.with_history(body, outcome.messages)
+        if not overflow:
+            self._remember_compacted(call, forwarded, report)
+        return forwarded
 
     def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
         """Everything besides the prefix that shapes its summary."""
@@ -220,6 +236,32 @@ class TransparentCompactor:
         if tokens is not None:
             self._under_threshold.move_to_end(key)
         return tokens
+
+    def known_compacted(self, call: ProxyCall, report: ProxyReport) -> dict[str, Any] | None:
+        """The body forwarded last time for this very body (same tenant, same bytes),
+        with the report filled in as then; None when it was not compacted before.
+
+        Its summary came from the summary cache (or was just stored there) and the rest of
+        the history is in the bytes, so a resend would rebuild exactly this body."""
+        key = (call.tenant, *_body_key(call))
+        known = self._compacted.get(key)
+        if known is None:
+            return None
+        self._compacted.move_to_end(key)
+        report.compacted = report.cache_hit = True
+        report.tokens_before, report.tokens_after = known.tokens_before, known.tokens_after
+        self.observer.summary_cache_lookup(call.api.name, True)
+        return dict(known.body)
+
+    def _remember_compacted(
+        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    ) -> None:
+        if report.tokens_before is None or report.tokens_after is None:
+            return
+        key = (call.tenant, *_body_key(call))
+        self._compacted[key] = _Compacted(body, report.tokens_before, report.tokens_after)
+        if len(self._compacted) > COMPACTED_RESEND_ENTRIES:
+            self._compacted.popitem(last=False)
 
     def _remember_under_threshold(self, call: ProxyCall, tokens: int) -> None:
         key = _body_key(call)

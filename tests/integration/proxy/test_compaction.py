@@ -210,3 +210,20 @@ def test_mode_off_forwards_even_a_long_history_untouched(
     assert raw.headers["x-compactor-compacted"] == "false"
     assert upstream.bodies("/chat/completions")[-1]["messages"] == history
     assert summarizer.received == []
+
+
+def test_a_compacted_body_resent_as_is_forwards_the_same_history(
+    compacting_proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    client = openai_client(compacting_proxy)
+    history = [{"role": "system", "content": "You are terse."}]
+    history += [user_turn(i) for i in range(40)]
+    first = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+    assert first.headers["x-compactor-compacted"] == "true"
+    calls = len(summarizer.received)
+    again = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+    sent = upstream.bodies("/chat/completions")
+    assert sent[-1] == sent[-2] and is_summary(sent[-1]["messages"][1])
+    assert len(summarizer.received) == calls
+    for name in ("x-compactor-compacted", "x-compactor-tokens-before", "x-compactor-tokens-after"):
+        assert again.headers[name] == first.headers[name]
