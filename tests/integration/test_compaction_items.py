@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
@@ -153,21 +154,13 @@ def test_the_proxy_compacts_after_a_vendors_opaque_item(
     assert sent[-1] == items[-1]
     assert OPAQUE["encrypted_content"] not in prompt_of(summarizer)
 
-    # With the caller managing its context natively, the item stays in front too, and
-    # the service's own compaction item comes back.
+    # With the caller asking for the vendor's context management (SPEC §11), an item the
+    # service did not write is refused: it cannot stand in for what only OpenAI can read.
     cm = [{"type": "compaction", "compact_threshold": 5_000}]
-    response = client.responses.create(model=MODEL, input=items, context_management=cm)  # type: ignore[arg-type]
-    assert response.output[0].type == "compaction"
-    sent = upstream.bodies("/responses")[-1]["input"]
-    assert sent[0] == OPAQUE and sent[1]["content"].startswith(SUMMARY_MARKER_PREFIX)
-
-    # Sent back (vendor docs: output appended, then the new message), the service's item
-    # stands for everything before it, the opaque item included.
-    items += [o.to_dict() for o in response.output]
-    items.append({"type": "message", "role": "user", "content": "Next step?"})
-    client.responses.create(model=MODEL, input=items, context_management=cm)  # type: ignore[arg-type]
-    resent = upstream.bodies("/responses")[-1]["input"]
-    assert resent[: len(sent)] == sent and resent[len(sent) :] == items[-2:]
+    with pytest.raises(openai.BadRequestError, match="did not write"):
+        client.responses.create(model=MODEL, input=items, context_management=cm)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="did not write"):
+        client.responses.input_tokens.count(model=MODEL, input=items)  # type: ignore[arg-type]
 
 
 def test_the_proxy_updates_the_summary_of_the_services_own_item(

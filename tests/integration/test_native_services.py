@@ -219,9 +219,10 @@ def test_responses_compaction_item_replaces_everything_before_it(state: AppState
     }
     with pytest.raises(CompactionStateError):
         service.input_tokens(altered)
-    # OpenAI's own encrypted state is opaque: kept and counted, never refused.
+    # SPEC §11: a foreign item (OpenAI's own encrypted state) is refused on vendor routes.
     vendor = {"model": "gpt-4o", "input": [{"type": "compaction", "encrypted_content": "gAAAA"}]}
-    assert service.input_tokens(vendor)["input_tokens"] > 0
+    with pytest.raises(CompactionStateError, match="did not write"):
+        service.input_tokens(vendor)
 
 
 def test_clear_tool_inputs_can_name_the_tools_whose_inputs_go(state: AppState) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.errors import (
+    CompactionStateError,
     IneffectiveCompactionError,
     InvalidContextManagementError,
     NothingToCompactError,
@@ -93,9 +94,29 @@ class ResponsesCompactionService:
         self.states = states
 
     def expand(self, body: dict[str, Any], tenant: str) -> list[Any]:
-        """The input as items, rebuilt from its last compaction item when it has one."""
+        """The input as items, rebuilt from its last compaction item when it has one
+        (the vendor routes: a compaction item this service did not write is refused)."""
+        self.refuse_foreign_items(body)
         rebuilt = self.rebuild(body, tenant)
         return rebuilt if rebuilt is not None else input_items(body.get("input"))
+
+    def refuse_foreign_items(self, body: dict[str, Any]) -> None:
+        """SPEC §11: where the service stands in for the vendor's context management, a
+        compaction item it did not write (OpenAI's own encrypted state, say) is refused:
+        nothing here can read it, and an upstream other than OpenAI could not either."""
+        items = input_items(body.get("input"))
+        for index, item in enumerate(items):
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "compaction"
+                and not self.is_own_item(item)
+            ):
+                raise CompactionStateError(
+                    f"input[{index}].encrypted_content: a compaction item this service did "
+                    "not write (another vendor's encrypted state) cannot be read here; send "
+                    "such requests to their vendor unchanged (COMPACTOR_NATIVE_EDITS=forward) "
+                    "or leave the item out"
+                )
 
     def rebuild(self, body: dict[str, Any], tenant: str) -> list[Any] | None:
         """The input rebuilt from its last compaction item of this service (everything
@@ -167,6 +188,7 @@ class ResponsesCompactionService:
         entry = parse_context_management(body.get("context_management"))
         if entry is not None:
             refuse_server_state(body, session_bound)
+            self.refuse_foreign_items(body)
         rebuilt = self.rebuild(body, tenant)
         items = rebuilt if rebuilt is not None else input_items(body.get("input"))
         forwarded = body
