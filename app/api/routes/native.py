@@ -14,22 +14,39 @@ from app.api.auth import proxy_tenant
 from app.api.caller_headers import SESSION_HEADER, caller_headers
 from app.api.deps import Native, State
 from app.api.disconnect import run_until_disconnect
-from app.api.problems import Problem
+from app.api.problems import documented
 from app.api.relay import RelayedStream, whole_answer
 from app.api.routing import OrjsonRoute
+from app.engine.errors import (
+    CompactionStateError,
+    InvalidContextManagementError,
+    InvalidHistoryError,
+    SummarizerError,
+)
 from app.formats.vendor.apis import MESSAGES, RESPONSES, ProxyApi
 from app.services.native.session_context import with_session_context
 from app.services.proxy.call import ProxyCall, ProxyMode
+from app.services.sessions.errors import SessionNotFoundError, StoreUnavailableError
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)
 
 AnyBody = Annotated[dict[str, Any], Body()]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": Problem, "description": "Unknown edit, refused state or server-side history"},
-    401: {"model": Problem, "description": "Missing or wrong X-Compactor-Key"},
-    422: {"model": Problem, "description": "The history is invalid"},
-}
+_ERRORS = documented(
+    InvalidContextManagementError,
+    CompactionStateError,
+    InvalidHistoryError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+)
+_COMPACT_ERRORS = documented(
+    InvalidContextManagementError,
+    CompactionStateError,
+    InvalidHistoryError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+    SummarizerError,
+)
 
 
 ProxyTenant = Annotated[str, Depends(proxy_tenant)]
@@ -135,7 +152,7 @@ async def count_response_input_tokens(
     return InputTokenCount(input_tokens=counted["input_tokens"])
 
 
-@router.post("/v1/responses/compact", response_model=CompactedResponse, responses=_ERRORS)
+@router.post("/v1/responses/compact", response_model=CompactedResponse, responses=_COMPACT_ERRORS)
 async def compact_response(
     body: AnyBody, request: Request, state: State, native: Native, tenant: ProxyTenant
 ) -> Response | CompactedResponse:
