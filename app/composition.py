@@ -257,6 +257,13 @@ async def running_state(
         elif problem := await anyio.to_thread.run_sync(schema_problem, settings.database_url):
             # Serve anyway (health and stateless routes work); session routes answer 503.
             logging.getLogger("compactor.startup").error(problem)
+        if state.native.ephemeral_key:
+            # Compaction blocks and items it hands out stop verifying after a restart and
+            # on other replicas: worth a line in the log, not a refusal to start.
+            logging.getLogger("compactor.startup").warning(
+                "COMPACTOR_STATE_KEY is not set: compaction state is signed with a key of "
+                "this process only; set it (the same on every replica) to keep it valid"
+            )
         await open_proxy(state, stack)
         state.ready = True
         try:

@@ -231,6 +231,43 @@ def test_server_side_history_is_refused_unless_bound_to_a_session(base_url: str)
         )
 
 
+def test_anthropic_counting_bound_to_a_session_counts_its_context(base_url: str) -> None:
+    # Found by review: count_tokens ignored X-Compactor-Session (the Responses routes did not).
+    client = claude(base_url)
+    auth = {"Authorization": "Bearer key-aaaaaaaa"}
+    session = httpx.post(
+        f"{base_url}/sessions",
+        json={"model": "claude-sonnet-4-5", "format": "anthropic", "system": "Be brief."},
+        headers=auth,
+    ).json()["id"]
+    earlier = [
+        {"role": "user", "content": "What is in the repo? " * 50},
+        {"role": "assistant", "content": "Files. " * 50},
+    ]
+    appended = httpx.post(
+        f"{base_url}/sessions/{session}/messages", json={"messages": earlier}, headers=auth
+    )
+    assert appended.status_code == 200, appended.text
+    question = [{"role": "user", "content": "hi"}]
+    bound = client.messages.count_tokens(
+        model="claude-sonnet-4-5",
+        messages=question,  # type: ignore[arg-type]
+        extra_headers={"X-Compactor-Session": session},
+    )
+    together = client.messages.count_tokens(
+        model="claude-sonnet-4-5",
+        system="Be brief.",
+        messages=[*earlier, *question],  # type: ignore[list-item]
+    )
+    assert bound.input_tokens == together.input_tokens
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.count_tokens(
+            model="claude-sonnet-4-5",
+            messages=question,  # type: ignore[arg-type]
+            extra_headers={"X-Compactor-Session": "nope"},
+        )
+
+
 def test_openapi_lists_the_native_routes(base_url: str, tmp_path: Path) -> None:
     paths = httpx.get(f"{base_url}/openapi.json").json()["paths"]
     for path in (

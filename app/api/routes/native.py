@@ -24,7 +24,7 @@ from app.engine.errors import (
     SummarizerError,
 )
 from app.formats.vendor.apis import MESSAGES, RESPONSES, ProxyApi
-from app.services.native.session_context import with_session_context
+from app.services.native.session_context import with_session_context, with_session_messages
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.sessions.errors import SessionNotFoundError, StoreUnavailableError
 
@@ -79,12 +79,15 @@ def session_id_of(request: Request) -> str | None:
     return value or None
 
 
-async def bound_body(request: Request, state: State, tenant: str, body: dict[str, Any]) -> Any:
+async def bound_body(
+    request: Request, state: State, tenant: str, body: dict[str, Any], api: ProxyApi = RESPONSES
+) -> Any:
     """The body as counted or compacted: with a session bound, the session's context first."""
     session_id = session_id_of(request)
     if session_id is None:
         return body
-    return await with_session_context(state.sessions, tenant, session_id, body)
+    bind = with_session_messages if api is MESSAGES else with_session_context
+    return await bind(state.sessions, tenant, session_id, body)
 
 
 class CountTokensContextManagement(BaseModel):
@@ -130,6 +133,7 @@ async def count_message_tokens(
     upstream = await forwarded(request, state, tenant, MESSAGES, "/v1/messages/count_tokens")
     if upstream is not None:
         return upstream
+    body = await bound_body(request, state, tenant, body, MESSAGES)
     edited = await native.anthropic.apply(body, tenant, compact=False)
     cm = (
         CountTokensContextManagement(original_input_tokens=edited.original_input_tokens)

@@ -25,3 +25,19 @@ async def with_session_context(
     fresh = new_messages("responses", items) if context else items
     kept = {k: v for k, v in body.items() if k not in SERVER_STATE_FIELDS}
     return {**kept, "input": [*context, *fresh]}
+
+
+async def with_session_messages(
+    sessions: SessionService, tenant: str, session_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """An Anthropic Messages `body` with the session's context in front of the request's
+    new messages, and the session's system prompt when the request has none. Read only."""
+    view = await anyio.to_thread.run_sync(sessions.context, tenant, session_id)
+    sent = body.get("messages")
+    messages = sent if isinstance(sent, list) else []
+    context = list(view.context.messages)
+    fresh = new_messages("anthropic", messages) if context else messages
+    bound = {**body, "messages": [*context, *fresh]}
+    if body.get("system") is None and view.context.session.system is not None:
+        bound["system"] = view.context.session.system
+    return bound
