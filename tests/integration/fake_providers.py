@@ -10,9 +10,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.integration.loopback_server import LoopbackServer
 
 DEFAULT_SUMMARY = """## Goal
 - Finish the task the user asked for
@@ -86,7 +87,7 @@ class Received:
     body: Any
 
 
-class FakeProvider:
+class FakeProvider(LoopbackServer):
     """A loopback HTTP server that pops one scripted reply per request (the default
     summary when the script is empty)."""
 
@@ -98,36 +99,11 @@ class FakeProvider:
         self.request_arrived = threading.Event()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(_handler_for(self))
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
             self._script.extend(replies)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     def _take(self, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         try:

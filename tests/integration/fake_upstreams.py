@@ -18,9 +18,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.integration.loopback_server import LoopbackServer
 
 _WAIT_LIMIT_SECONDS = 20.0
 
@@ -303,7 +304,7 @@ def default_answer(received: Received, words: list[str]) -> Answer:
     return Answer(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
 
-class FakeUpstream:
+class FakeUpstream(LoopbackServer):
     """A loopback HTTP server answering from a script, then with `default_answer`."""
 
     def __init__(self, words: list[str] | None = None) -> None:
@@ -315,17 +316,7 @@ class FakeUpstream:
         self.responder: Callable[[Received], Answer | None] | None = None
         self._script: deque[Answer] = deque()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(_handler_for(self))
 
     def script(self, *answers: Answer) -> None:
         with self._lock:
@@ -334,21 +325,8 @@ class FakeUpstream:
     def bodies(self, path_suffix: str = "") -> list[Any]:
         return [r.body for r in self.received if r.path.split("?")[0].endswith(path_suffix)]
 
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stopping.set()
+    def _releasing(self) -> None:
         self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     def take(self, received: Received) -> Answer:
         with self._lock:
