@@ -24,7 +24,9 @@ from app.engine.counting.count_cache import TokenCountCache
 from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.models import ModelRegistry
 from app.engine.ports import Summarizer
-from app.formats.vendor.apis import Upstream
+from app.formats.apis.messages import MESSAGES
+from app.formats.apis.protocol import Upstream
+from app.formats.apis.responses import RESPONSES
 from app.providers import (
     PROVIDERS,
     AnthropicSummarizer,
@@ -39,13 +41,20 @@ from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.native.proxy_hook import NativeProxyEdits
-from app.services.native.services import build_native_services
+from app.services.native.endpoints import VendorEndpoints
+from app.services.native.proxy_stage import (
+    MessagesHandler,
+    NativeHandler,
+    NativeStage,
+    ResponsesHandler,
+)
+from app.services.native.services import NativeApis, NativeServices, build_native_services
 from app.services.proxy.service import ProxyService
-from app.services.proxy.session_binding import SessionBinding
+from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
-from app.services.proxy.transparent import TransparentCompactor
+from app.services.proxy.transparent import TransparentCompactor, TransparentStage
 from app.services.sessions.service import SessionService
+from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
@@ -210,6 +219,10 @@ def build_state(
     )
     db = create_db_engine(settings.database_url)
     store = session_factory(db)
+    native = build_native_services(
+        estimation, compaction, settings.state_key_bytes(), native_apis()
+    )
+    sessions = SessionService(store, estimation, compaction, marker=marker)
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
@@ -217,14 +230,16 @@ def build_state(
         estimation=estimation,
         compaction=compaction,
         close_store=db.dispose,
-        sessions=SessionService(store, estimation, compaction, marker=marker),
+        sessions=sessions,
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
         summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
-        native=build_native_services(estimation, compaction, settings.state_key_bytes()),
+        native=native,
+        stateless=StatelessHistory(estimation, compaction, native.responses),
+        vendor_endpoints=VendorEndpoints(native, sessions),
         outbound=outbound,
     )
 
@@ -292,16 +307,41 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
         )
     )
-    cache = state.summary_cache
     state.proxy = ProxyService(
         upstream=client,
         upstream_urls={
             Upstream.OPENAI: settings.upstream_openai_url,
             Upstream.ANTHROPIC: settings.upstream_anthropic_url,
         },
-        compactor=TransparentCompactor(state.estimation, state.compaction, cache, state.metrics),
-        sessions=SessionBinding(state.sessions),
+        stages=proxy_stages(state),
         observer=state.metrics,
-        native=NativeProxyEdits(state.native, emulate=settings.native_edits == "emulate"),
     )
     stack.callback(setattr, state, "proxy", None)
+
+
+def native_apis() -> NativeApis:
+    """The vendor APIs with native context management, with their wire halves."""
+    return NativeApis(
+        messages=MESSAGES,
+        messages_wire=MESSAGES.context_management,
+        responses=RESPONSES,
+        responses_wire=RESPONSES.context_management,
+    )
+
+
+def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | TransparentStage]:
+    """The proxy's pipeline, in order: native edits → session binding → transparent."""
+    native: NativeServices = state.native
+    apis = native.apis
+    handlers: dict[str, NativeHandler] = {
+        apis.messages.name: MessagesHandler(native.anthropic, apis.messages_wire),
+        apis.responses.name: ResponsesHandler(native.responses, apis.responses_wire),
+    }
+    compactor = TransparentCompactor(
+        state.estimation, state.compaction, state.summary_cache, state.metrics
+    )
+    return [
+        NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),
+        SessionStage(SessionBinding(state.sessions)),
+        TransparentStage(compactor),
+    ]

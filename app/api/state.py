@@ -17,10 +17,12 @@ from app.api.metrics import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
 from app.services.proxy.service import ProxyService
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
+from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
@@ -41,6 +43,10 @@ class AppState:
     # The proxy's summaries of resent history prefixes (SPEC §10), in the store.
     summary_cache: SummaryCache
     native: NativeServices
+    # The stateless /estimate and /compact use cases.
+    stateless: StatelessHistory
+    # The vendors' counting and standalone-compaction endpoints.
+    vendor_endpoints: VendorEndpoints
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     # The shared client of outbound model calls; None when nothing configured calls out.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.engine.clearing import ClearedToolUse
 from app.engine.counting.accounting import CountingDialect, ImageRule, ToolsRule
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
+from app.engine.tools import ToolDefinition, ToolSet
 from app.formats.clearing import clear_block_messages
 from app.formats.common import (
     compact_json,
@@ -153,7 +154,7 @@ def system_text(system: Any) -> str:
     return "\n".join(texts)
 
 
-def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()) -> Conversation:
+def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()) -> Conversation:
     """A whole request: top-level system, messages and tools."""
     parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))
     text = system_text(system)
@@ -162,7 +163,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
         if text
         else ()
     )
-    return Conversation(format=FORMAT, system=top, messages=parsed, tools=tuple(tools))
+    return Conversation(format=FORMAT, system=top, messages=parsed, tools=tools)
 
 
 def summary_message(text: str) -> dict[str, Any]:
@@ -194,9 +195,16 @@ class AnthropicMessagesFormat:
     top_level_system_is_evidence = True
 
     def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
     ) -> Conversation:
         return parse(messages, system, tools)
+
+    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+        # Tools are counted by their JSON; `tool_choice` has no published cost here.
+        return ToolSet(tuple(ToolDefinition(raw=tool) for tool in tools))
+
+    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
+        return system_text(system) or None
 
     def parse_message(self, raw: Any, where: str) -> Message:
         return parse_message(raw, where)

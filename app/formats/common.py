@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.engine.counting.images import image_size_from_base64
 from app.engine.errors import InvalidHistoryError
-from app.engine.messages import Block, BlockKind, ImageInfo
+from app.engine.messages import Block, BlockKind, ImageInfo, Message
+from app.engine.tools import ToolChoice, ToolChoiceKind, ToolDefinition, ToolSet
 
 
 def fail(where: str, problem: str) -> InvalidHistoryError:
@@ -54,3 +56,60 @@ def is_one_of(value: Any, names: frozenset[str]) -> bool:
     """`value in names` for unvalidated input: a list or an object is never a member (and
     must not raise TypeError as an unhashable set key)."""
     return isinstance(value, str) and value in names
+
+
+def openai_tool(tool: Any) -> ToolDefinition:
+    """A Chat Completions tool (`{"type": "function", "function": {...}}`), a Responses
+    tool (`{"type": "function", "name": ...}`) or a legacy `functions` entry; anything
+    else (built-in, custom) is kept as its JSON."""
+    if isinstance(tool, Mapping):
+        if isinstance(tool.get("function"), Mapping):
+            return ToolDefinition(raw=tool, function=tool["function"])
+        if tool.get("type", "function") == "function" and isinstance(tool.get("name"), str):
+            return ToolDefinition(raw=tool, function=tool)
+    return ToolDefinition(raw=tool)
+
+
+def openai_tool_choice(value: Any) -> ToolChoice:
+    """`tool_choice` (or the legacy request-level `function_call`) as a ToolChoice."""
+    if value is None or value == "auto":
+        return ToolChoice()
+    if value == "none":
+        return ToolChoice(ToolChoiceKind.NONE)
+    if isinstance(value, Mapping):
+        function = value.get("function")
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            return ToolChoice(ToolChoiceKind.NAMED, function["name"])
+        if isinstance(value.get("name"), str):
+            return ToolChoice(ToolChoiceKind.NAMED_LEGACY, value["name"])
+    return ToolChoice(ToolChoiceKind.OTHER)
+
+
+def openai_tool_set(
+    tools: Sequence[Any], fields: Mapping[str, Any], legacy: Sequence[str] = ()
+) -> ToolSet:
+    """The tools of an OpenAI request: `tools`, then the legacy list fields named in
+    `legacy`; the choice from `tool_choice`, else the legacy `function_call`."""
+    declared = [*tools]
+    for name in legacy:
+        value = fields.get(name)
+        if isinstance(value, list):
+            declared.extend(value)
+    choice = fields.get("tool_choice")
+    if choice is None:
+        choice = fields.get("function_call")
+    return ToolSet(tuple(openai_tool(t) for t in declared), openai_tool_choice(choice))
+
+
+def first_system_text(
+    raws: Sequence[Any], top_level: str, parse_message: Callable[[Any, str], Message]
+) -> str | None:
+    """The request's first system text: the top-level one, else the first inline
+    system/developer message's; None when it has none (OpenAI renders the function tools
+    into that message)."""
+    if top_level:
+        return top_level
+    for i, raw in enumerate(raws):
+        if isinstance(raw, dict) and raw.get("role") in ("system", "developer"):
+            return parse_message(raw, f"messages[{i}]").text
+    return None

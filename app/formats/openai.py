@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.engine.clearing import ClearedToolUse
@@ -13,13 +13,16 @@ from app.engine.counting.accounting import (
     ToolsRule,
 )
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
+from app.engine.tools import ToolSet
 from app.formats.clearing import clear_chat_messages
 from app.formats.common import (
     compact_json,
     expect_str,
     fail,
+    first_system_text,
     image_block,
     is_one_of,
+    openai_tool_set,
     other_block,
     type_name,
 )
@@ -181,7 +184,7 @@ def leading_system_count(raws: Sequence[Any]) -> int:
     return count
 
 
-def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()) -> Conversation:
+def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()) -> Conversation:
     """A whole request; leading system/developer messages form the system prompt."""
     parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))
     inline = 0
@@ -194,7 +197,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
             Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),
         )
     return Conversation(
-        format=FORMAT, system=top, messages=parsed, tools=tuple(tools), inline_system_count=inline
+        format=FORMAT, system=top, messages=parsed, tools=tools, inline_system_count=inline
     )
 
 
@@ -246,9 +249,15 @@ class OpenAIChatFormat:
     top_level_system_is_evidence = False
 
     def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
     ) -> Conversation:
         return parse(messages, system, tools)
+
+    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+        return openai_tool_set(tools, fields, ("functions",))
+
+    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
+        return first_system_text(raws, system_text(system), parse_message)
 
     def parse_message(self, raw: Any, where: str) -> Message:
         return parse_message(raw, where)

@@ -27,7 +27,17 @@ from app.engine.counting.accounting import (
     ToolsRule,
 )
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
-from app.formats.common import compact_json, expect_str, fail, image_block, is_one_of, type_name
+from app.engine.tools import ToolSet
+from app.formats.common import (
+    compact_json,
+    expect_str,
+    fail,
+    first_system_text,
+    image_block,
+    is_one_of,
+    openai_tool_set,
+    type_name,
+)
 
 FORMAT = "responses"
 _ROLES = {
@@ -227,7 +237,7 @@ def system_text(system: Any) -> str:
     return "\n".join(p.text for p in parts if p.kind is BlockKind.TEXT)
 
 
-def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()) -> Conversation:
+def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()) -> Conversation:
     """A whole request: `instructions` as `system`, `input` items as messages, tools."""
     parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))
     inline = leading_system_count(messages)
@@ -238,7 +248,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
         else ()
     )
     return Conversation(
-        format=FORMAT, system=top, messages=parsed, tools=tuple(tools), inline_system_count=inline
+        format=FORMAT, system=top, messages=parsed, tools=tools, inline_system_count=inline
     )
 
 
@@ -293,9 +303,15 @@ class ResponsesFormat:
     top_level_system_is_evidence = False
 
     def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
     ) -> Conversation:
         return parse(messages, system, tools)
+
+    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+        return openai_tool_set(tools, fields)
+
+    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
+        return first_system_text(raws, system_text(system), parse_message)
 
     def parse_message(self, raw: Any, where: str) -> Message:
         return parse_message(raw, where)

@@ -54,6 +54,9 @@ class CompactionOutcome:
     applied: tuple[str, ...] = ()
     finished: FinishedSummary | None = None
     cleared: tuple[ClearedToolUse, ...] = ()
+    # The count of `messages` (a summarized history), built from the parts already
+    # counted, so a caller that goes on with the new history does not count it again.
+    after: CountedHistory | None = None
 
     @property
     def tokens_before(self) -> int:
@@ -107,11 +110,14 @@ class CompactionService:
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone = lambda: False,
+        *,
+        counted: CountedHistory | None = None,
     ) -> CompactionOutcome:
-        """Compacts when over the threshold (or forced); never returns a partial result."""
+        """Compacts when over the threshold (or forced); never returns a partial result.
+        `counted` is the caller's count of this very history (it is not counted again)."""
         provider = self.summarizer.info.provider
         try:
-            outcome = await self._compact(history, options, caller_gone)
+            outcome = await self._compact(history, options, caller_gone, counted)
         except SummarizerError as exc:
             self.observer.summarizer_failed(provider, type(exc).__name__)
             self.observer.summarizer_attempts(provider, 1, ok=False)
@@ -142,8 +148,9 @@ class CompactionService:
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone,
+        counted: CountedHistory | None,
     ) -> CompactionOutcome:
-        counted = await _off_loop(self.estimation.count, history, parse_all=True)
+        counted = await _off_loop(self.estimation.parsed, history, counted)
         if options.strategy == SUMMARIZE:
             return await self._summarize_if_due(history, counted, options, caller_gone)
         return await self._clear_first(history, counted, options, caller_gone)
@@ -267,7 +274,8 @@ class CompactionService:
             summary_raw,
             *raws[plan.cut_index :],
         ]
-        tokens_after = await _off_loop(self.tokens_after, counted, plan, summary_raw)
+        after = await _off_loop(self.counted_after, counted, plan, summary_raw, new_messages)
+        tokens_after = after.estimate.tokens
         _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
             counted=original,
@@ -280,6 +288,7 @@ class CompactionService:
             strategy=options.strategy,
             applied=(SUMMARIZE,),
             finished=finished,
+            after=after,
         )
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
@@ -288,18 +297,27 @@ class CompactionService:
         supported = self.summarizer.info.thinking_levels
         return clamp_level(level, supported) if supported else ThinkingLevel.OFF
 
-    def tokens_after(self, counted: CountedHistory, plan: CompactionPlan, summary_raw: Any) -> int:
-        """Estimate of the new history (no usage anchor: the old reports are stale)."""
+    def counted_after(
+        self,
+        counted: CountedHistory,
+        plan: CompactionPlan,
+        summary_raw: Any,
+        new_messages: list[Any],
+    ) -> CountedHistory:
+        """The count of the new history, from the parts already counted: only the summary
+        message is new (no usage anchor: the old reports are stale)."""
         summary_message = counted.wire.parse_message(summary_raw, "summary")
         summary_tokens = self.estimation.count_new_messages([summary_message], counted.choice)[0]
+        conversation = counted.conversation
+        assert conversation is not None
+        inline, cut = counted.inline_system_count, plan.cut_index
+        parsed = conversation.messages
         per = counted.per_message
-        return (
-            counted.system_tokens
-            + sum(per[: counted.inline_system_count])
-            + counted.tools_tokens
-            + summary_tokens
-            + sum(per[plan.cut_index :])
-            + counted.reply_priming
+        return self.estimation.derived(
+            counted,
+            new_messages,
+            [*parsed[:inline], summary_message, *parsed[cut:]],
+            [*per[:inline], summary_tokens, *per[cut:]],
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from operator import or_
 from typing import Any, cast
@@ -32,6 +32,7 @@ from app.engine.errors import InvalidHistoryError
 from app.engine.messages import Conversation, Message
 from app.engine.models import ModelInfo, ModelRegistry
 from app.engine.ports import Tokenizer
+from app.engine.tools import ToolSet
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
 from app.services.format_mismatch import mismatch_error
@@ -195,9 +196,10 @@ class EstimationService:
         needs them); otherwise only messages missing from the cache are parsed."""
         wire = FORMATS.resolve(history.format, history.messages, history.system)
         choice = self.choose_tokenizer(history.model, history.tokenizer, wire)
+        tools = wire.parse_tools(history.tools, history.tool_fields)
         try:
             conversation = (
-                wire.parse(history.messages, history.system, history.tools) if parse_all else None
+                wire.parse(history.messages, history.system, tools) if parse_all else None
             )
             parsed = conversation.messages if conversation is not None else None
             per_message, estimated, digests = self._count_messages(
@@ -220,7 +222,7 @@ class EstimationService:
             ),
             choice,
         )
-        tools_tokens, tools_exact = self._count_tools(history, wire, choice)
+        tools_tokens, tools_exact = self._count_tools(history, tools, wire, choice)
         if not tools_exact:
             estimated |= Estimated.TOOLS
         settings = self.settings_for(history, choice.model)
@@ -247,26 +249,65 @@ class EstimationService:
             message_digests=digests,
         )
 
+    def resettled(self, history: HistoryInput, counted: CountedHistory) -> CountedHistory:
+        """`counted` (a count of `history`'s very messages, system and tools) with the
+        settings of `history` (its window, reserve and thresholds)."""
+        return replace(counted, settings=self.settings_for(history, counted.choice.model))
+
+    def parsed(self, history: HistoryInput, counted: CountedHistory | None) -> CountedHistory:
+        """`history` counted with every message normalized, reusing `counted` (a count of
+        this very history) when given: only the parse is added, nothing is counted again.
+        The settings are taken from `history` (a caller may have changed keep-recent)."""
+        if counted is None:
+            return self.count(history, parse_all=True)
+        settings = self.settings_for(history, counted.choice.model)
+        if counted.conversation is not None:
+            return replace(counted, settings=settings)
+        wire = counted.wire
+        tools = wire.parse_tools(history.tools, history.tool_fields)
+        conversation = wire.parse(history.messages, history.system, tools)
+        return replace(counted, conversation=conversation, settings=settings)
+
+    def derived(
+        self,
+        counted: CountedHistory,
+        raws: Sequence[Any],
+        parsed: Sequence[Message],
+        per_message: list[int],
+    ) -> CountedHistory:
+        """The count of a history built from `counted`'s own parts (the same system prompt,
+        tools and settings; messages already parsed and counted): no usage anchor."""
+        conversation = counted.conversation
+        assert conversation is not None
+        estimate = estimate_context(
+            per_message,
+            inline_system_count=counted.inline_system_count,
+            top_level_system_tokens=counted.system_tokens,
+            tools_tokens=counted.tools_tokens,
+            reply_priming=counted.wire.dialect.reply_priming,
+        )
+        return replace(
+            counted,
+            per_message=per_message,
+            estimate=estimate,
+            conversation=replace(conversation, messages=tuple(parsed)),
+            message_digests=message_digests(raws),
+        )
+
     def _count_tools(
-        self, history: HistoryInput, wire: WireFormat, choice: TokenizerChoice
+        self, history: HistoryInput, tools: ToolSet, wire: WireFormat, choice: TokenizerChoice
     ) -> tuple[int, bool]:
-        """(tokens, exact) of the tool definitions (`tools` and legacy `functions`)."""
-        tools = [*history.tools, *history.functions]
+        """(tokens, exact) of the tool definitions (`tools` and the request's other tool
+        fields, as the format reads them)."""
         if not tools:
             return 0, True
         system_text = None
         if wire.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
-            system_text = _first_system_text(history, wire)
-        key = ("tools", tools, history.tool_choice, system_text)
+            system_text = wire.first_system_text(history.messages, history.system)
+        key = ("tools", [d.raw for d in tools.definitions], tools.choice, system_text)
 
         def compute() -> int:
-            cost = count_tools(
-                tools,
-                choice.tokenizer,
-                choice.rules,
-                system_text=system_text,
-                tool_choice=history.tool_choice,
-            )
+            cost = count_tools(tools, choice.tokenizer, choice.rules, system_text=system_text)
             return _pack(cost.tokens, Estimated.NONE if cost.exact else Estimated.TOOLS)
 
         tokens, flags = _unpack(self._cached_count(key, compute, choice))
@@ -336,15 +377,3 @@ def _pack(tokens: int, estimated: Estimated) -> int:
 
 def _unpack(value: int) -> tuple[int, Estimated]:
     return value >> ESTIMATED_BITS, Estimated(value & ((1 << ESTIMATED_BITS) - 1))
-
-
-def _first_system_text(history: HistoryInput, wire: WireFormat) -> str | None:
-    """The request's first system message text, None when it has none (the tools
-    rendering shares that message)."""
-    top = wire.system_text(history.system)
-    if top:
-        return top
-    for i, raw in enumerate(history.messages):
-        if isinstance(raw, dict) and raw.get("role") in ("system", "developer"):
-            return wire.parse_message(raw, f"messages[{i}]").text
-    return None

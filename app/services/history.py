@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,10 +20,9 @@ class HistoryInput:
     format: str | None = None
     system: Any = None
     tools: Sequence[Any] = ()
-    # Legacy Chat Completions `functions` (counted like `tools`).
-    functions: Sequence[Any] = ()
-    # `tool_choice` (or the legacy request-level `function_call`): it costs tokens too.
-    tool_choice: Any = None
+    # The request's other tool fields as sent (e.g. legacy `functions`, `tool_choice`):
+    # the wire format reads them when it counts the tools.
+    tool_fields: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
     context_window: int | None = None
     reserve_tokens: int | None = None

@@ -34,8 +34,7 @@ def _count(estimation: EstimationService, model: str, request: dict[str, Any]) -
         HistoryInput(
             messages=request["messages"],
             tools=request.get("tools", ()),
-            functions=request.get("functions", ()),
-            tool_choice=request.get("tool_choice"),
+            tool_fields={k: request[k] for k in ("functions", "tool_choice") if k in request},
             model=model,
         )
     )

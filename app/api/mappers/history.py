@@ -23,8 +23,15 @@ def history_input(body: HistoryIn) -> HistoryInput:
         format=body.format,
         system=body.system,
         tools=body.tools,
-        functions=body.functions,
-        tool_choice=body.tool_choice if body.tool_choice is not None else body.function_call,
+        tool_fields={
+            name: value
+            for name, value in (
+                ("functions", body.functions),
+                ("tool_choice", body.tool_choice),
+                ("function_call", body.function_call),
+            )
+            if value is not None and value != []
+        },
         model=body.model,
         context_window=body.context_window,
         reserve_tokens=body.reserve_tokens,

@@ -1,5 +1,9 @@
-"""Proxy mode (SPEC §10): the OpenAI and Anthropic APIs, forwarded to the configured
-upstreams with context management on the way. Point an SDK's base_url here."""
+"""Proxy mode (SPEC §10): the vendors' model APIs, forwarded to the configured upstreams
+with context management on the way. Point an SDK's base_url here.
+
+One route per registered vendor API (`app.formats.apis.registry`), each its own OpenAPI
+operation; a new API in the registry is a new route here with no code.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +15,18 @@ from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
 from app.api.auth import proxy_tenant
-from app.api.caller_headers import caller_headers
 from app.api.deps import get_state
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, Problem
+from app.api.proxy_headers import answer_headers, caller_headers
 from app.api.relay import RelayedStream, whole_answer
 from app.api.state import AppState
 from app.engine.ports import CallerGone
-from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
-from app.services.proxy.call import ProxyAnswer, ProxyCall, ProxyMode
+from app.formats.apis.protocol import Upstream, VendorApi
+from app.formats.apis.registry import VENDOR_APIS
+from app.services.proxy.call import ProxyCall, ProxyMode
+from app.services.proxy.report import ProxyAnswer
 from app.services.proxy.service import ProxyService
-
-# The service's own headers never reach the upstream.
 
 router = APIRouter(tags=["proxy"])
 
@@ -97,99 +101,77 @@ def _mode(presented: str | None, default: str) -> ProxyMode:
         ) from None
 
 
-def _answer(answer: ProxyAnswer) -> Response:
-    headers = [*answer.headers, *answer.report.headers()]
+def proxy_response(answer: ProxyAnswer) -> Response:
+    """A proxy answer as HTTP: relayed as a stream, or whole, with the report headers."""
+    headers = answer_headers(answer)
     if answer.stream is not None:
         return RelayedStream(answer.stream, answer.status, headers)
     return whole_answer(answer.status, headers, answer.body)
 
 
-async def _forward(
-    request: Request,
-    api: ProxyApi,
-    proxy: ProxyService,
-    state: State,
-    tenant: str,
-    mode: str | None,
-    session: str | None,
-) -> Response:
-    raw = await request.body()
-    proxy_mode = _mode(mode, state.settings.proxy_mode)
-    call = ProxyCall(
-        api=api,
-        tenant=tenant,
-        raw=raw,
-        headers=caller_headers(request),
-        mode=proxy_mode,
-        session_id=session.strip() if session and session.strip() else None,
-        query=request.url.query,
+def _route(api: VendorApi) -> Any:
+    async def forward(
+        request: Request,
+        proxy: Proxy,
+        state: State,
+        tenant: ProxyTenant,
+        mode: ModeHeader = None,
+        session: SessionHeader = None,
+    ) -> Response:
+        call = ProxyCall(
+            api=api,
+            tenant=tenant,
+            raw=await request.body(),
+            headers=caller_headers(request),
+            mode=_mode(mode, state.settings.proxy_mode),
+            session_id=session.strip() if session and session.strip() else None,
+            query=request.url.query,
+            path_params=dict(request.path_params),
+            idempotency_key=request.headers.get("idempotency-key"),
+        )
+
+        async def work(caller_gone: CallerGone) -> ProxyAnswer:
+            return await proxy.forward(replace(call, caller_gone=caller_gone))
+
+        return proxy_response(await run_until_disconnect(request, work))
+
+    return forward
+
+
+for _api in VENDOR_APIS:
+    router.add_api_route(
+        _api.route,
+        _route(_api),
+        methods=["POST"],
+        name=_api.name,
+        description=_api.description,
+        responses=_ANSWERS,
+        openapi_extra=_BODY,
     )
 
-    async def work(caller_gone: CallerGone) -> ProxyAnswer:
-        return await proxy.forward(replace(call, caller_gone=caller_gone))
 
-    return _answer(await run_until_disconnect(request, work))
-
-
-@router.post("/v1/chat/completions", responses=_ANSWERS, openapi_extra=_BODY)
-async def chat_completions(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """OpenAI Chat Completions, forwarded; the history compacted when over the threshold."""
-    return await _forward(request, CHAT_COMPLETIONS, proxy, state, tenant, mode, session)
-
-
-@router.post("/v1/messages", responses=_ANSWERS, openapi_extra=_BODY)
-async def messages(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """Anthropic Messages, forwarded; `messages` compacted when over the threshold."""
-    return await _forward(request, MESSAGES, proxy, state, tenant, mode, session)
-
-
-@router.post("/v1/responses", responses=_ANSWERS, openapi_extra=_BODY)
-async def responses(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """OpenAI Responses, forwarded; `input` items compacted when over the threshold."""
-    return await _forward(request, RESPONSES, proxy, state, tenant, mode, session)
-
-
-def _models_api(request: Request) -> tuple[ProxyApi, str]:
+def _models_upstream(request: Request) -> Upstream:
     # Anthropic's SDK always sends anthropic-version; OpenAI's never does.
-    if "anthropic-version" in request.headers:
-        return MESSAGES, "/v1/models"
-    return CHAT_COMPLETIONS, "/models"
+    return Upstream.ANTHROPIC if "anthropic-version" in request.headers else Upstream.OPENAI
+
+
+# Where each upstream lists its models, under its configured base URL.
+_MODELS_PATHS = {Upstream.OPENAI: "/models", Upstream.ANTHROPIC: "/v1/models"}
 
 
 async def _forward_models(
     request: Request, proxy: ProxyService, tenant: str, suffix: str
 ) -> Response:
-    api, path = _models_api(request)
+    upstream = _models_upstream(request)
     call = ProxyCall(
-        api=api,
+        api=VENDOR_APIS.for_upstream(upstream),
         tenant=tenant,
         raw=b"",
         headers=caller_headers(request),
         mode=ProxyMode.OFF,
         query=request.url.query,
     )
-    return _answer(await proxy.forward_plain(call, path + suffix, "GET"))
+    return proxy_response(await proxy.forward_plain(call, _MODELS_PATHS[upstream] + suffix, "GET"))
 
 
 _MODEL_ANSWERS = {k: v for k, v in _ANSWERS.items() if k != 400}

@@ -13,7 +13,6 @@ reported in an `Estimated` flag, so the caller can say `exact: false` and why.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
 from typing import Any
@@ -31,6 +30,7 @@ from app.engine.counting.tools import (
 )
 from app.engine.messages import Block, BlockKind, Message, Role
 from app.engine.ports import Tokenizer
+from app.engine.tools import ToolSet
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -208,12 +208,11 @@ def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> 
 
 
 def count_tools(
-    tools: Sequence[Any],
+    tools: ToolSet,
     tokenizer: Tokenizer,
     rules: CountingRules,
     *,
     system_text: str | None = None,
-    tool_choice: Any = None,
 ) -> ToolsCost:
     """Tokens the tool definitions cost; `system_text` is the request's first system
     message text (None when it has none), which OpenAI's rendering shares."""
@@ -221,14 +220,12 @@ def count_tools(
         return ToolsCost(tokens=0, exact=True)
     if rules.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
         cost = count_function_tools(
-            tools,
-            tokenizer,
-            rules.tools_rendering,
-            system_text=system_text,
-            tool_choice=tool_choice,
+            tools, tokenizer, rules.tools_rendering, system_text=system_text
         )
         return ToolsCost(tokens=rules.scaled(cost.tokens), exact=cost.exact)
-    tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
+    tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(
+        tokenizer.count(_compact_json(t.raw)) for t in tools.definitions
+    )
     return ToolsCost(tokens=rules.scaled(tokens), exact=False)
 
 

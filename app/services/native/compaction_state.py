@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
-from app.engine.errors import CompactionStateError, InvalidHistoryError, NothingToCompactError
+from app.engine.errors import CompactionStateError, NothingToCompactError
+from app.engine.native_edits import CompactionReport
 from app.engine.ports import CallerGone
+from app.formats.apis.protocol import VendorApi
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.signed_state import StateSigner
 
@@ -30,20 +33,11 @@ class CompactionState:
 
 
 @dataclass(frozen=True, slots=True)
-class NativeCompaction:
-    """One native compaction: the summary (None when the summarizer failed), the sealed
-    state, and what the summarizer used."""
-
-    summary: str | None
-    state: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class CompactedNatively:
-    compaction: NativeCompaction
+    compaction: CompactionReport
     messages: list[Any]
+    # The count of `messages` (built from the parts already counted).
+    counted: CountedHistory
 
 
 class CompactionStates:
@@ -85,6 +79,21 @@ class CompactionStates:
         return [*state.head, *summary, *state.kept]
 
 
+W = TypeVar("W")
+
+
+@dataclass(frozen=True)
+class NativeService(Generic[W]):
+    """What a vendor's native service works with: counting, compaction, sealed state,
+    the vendor API and its native wire."""
+
+    estimation: EstimationService
+    compaction: CompactionService
+    states: CompactionStates
+    api: VendorApi
+    wire: W
+
+
 async def compact_natively(
     compaction: CompactionService,
     states: CompactionStates,
@@ -92,10 +101,17 @@ async def compact_natively(
     options: CompactOptions,
     tenant: str,
     caller_gone: CallerGone = lambda: False,
+    counted: CountedHistory | None = None,
 ) -> CompactedNatively:
-    """Compacts `history` and seals the result; NothingToCompactError when it cannot."""
-    outcome = await compaction.compact(history, options, caller_gone)
-    if not outcome.compacted or outcome.messages is None or outcome.summary is None:
+    """Compacts `history` (counted as `counted`, when the caller did) and seals the
+    result; NothingToCompactError when it cannot."""
+    outcome = await compaction.compact(history, options, caller_gone, counted=counted)
+    if (
+        not outcome.compacted
+        or outcome.messages is None
+        or outcome.summary is None
+        or outcome.after is None
+    ):
         raise NothingToCompactError(outcome.reason or "nothing to compact")
     inline = outcome.counted.inline_system_count
     messages = outcome.messages
@@ -105,24 +121,13 @@ async def compact_natively(
         kept=tuple(messages[inline + 1 :]),
     )
     usage = outcome.summary.usage
-    sealed = NativeCompaction(
+    sealed = CompactionReport(
         summary=state.summary,
         state=states.seal(state, tenant),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
     )
-    return CompactedNatively(sealed, list(messages))
-
-
-def request_model_and_tools(body: dict[str, Any]) -> tuple[str | None, Sequence[Any]]:
-    """A request's `model` and `tools`, checked: they choose the tokenizer and are counted."""
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidHistoryError("model: must be a string", where="model")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise InvalidHistoryError("tools: must be an array of tool definitions", where="tools")
-    return model, tools or ()
+    return CompactedNatively(sealed, list(messages), outcome.after)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
+from app.formats.apis.sse import FrameRewriter, frame_json, sse
 
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -24,41 +24,18 @@ def item_in_reply(reply: Any, item: Mapping[str, Any] | None) -> Any:
     return {**reply, "output": [dict(item), *(output if isinstance(output, list) else [])]}
 
 
-def _sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
-
-
-class ResponsesStreamItemWriter:
+class ResponsesStreamItemWriter(FrameRewriter):
     """Rewrites an upstream's Responses event stream to announce the compaction item."""
 
     def __init__(self, item: Mapping[str, Any] | None) -> None:
+        super().__init__(active=item is not None)
         self.item = dict(item) if item is not None else None
-        self._buffer = b""
         self._announced = False
-
-    def feed(self, chunk: bytes) -> bytes:
-        """The rewritten events completed by `chunk`."""
-        if self.item is None:
-            return chunk
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        out: list[bytes] = []
-        while b"\n\n" in self._buffer:
-            frame, self._buffer = self._buffer.split(b"\n\n", 1)
-            out.extend(self._rewrite(frame))
-        return b"".join(out)
-
-    def close(self) -> bytes:
-        rest, self._buffer = self._buffer, b""
-        return rest
 
     def _rewrite(self, frame: bytes) -> Iterable[bytes]:
         assert self.item is not None
-        lines = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
-        try:
-            data = orjson.loads(b"\n".join(lines)) if lines else None
-        except orjson.JSONDecodeError:
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        data = frame_json(frame)
+        if data is None:
             return [frame + b"\n\n"]
         kind = data["type"]
         if not self._announced:
@@ -75,8 +52,8 @@ class ResponsesStreamItemWriter:
             done = {**added, "type": "response.output_item.done", "sequence_number": number + 2}
             return [
                 frame + b"\n\n",
-                _sse("response.output_item.added", added),
-                _sse("response.output_item.done", done),
+                sse("response.output_item.added", added),
+                sse("response.output_item.done", done),
             ]
         out = dict(data)
         if isinstance(data.get("sequence_number"), int):
@@ -85,4 +62,4 @@ class ResponsesStreamItemWriter:
             out["output_index"] = data["output_index"] + 1
         if kind in _FINAL_EVENTS and isinstance(data.get("response"), dict):
             out["response"] = item_in_reply(data["response"], self.item)
-        return [_sse(kind, out)]
+        return [sse(kind, out)]

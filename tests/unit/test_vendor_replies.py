@@ -1,25 +1,22 @@
-"""The proxy's pure pieces: context-overflow answers recognized, streamed replies
-reassembled from their events (text, tool calls, thinking), which messages of a
-resent history are new, and the bounded memo of bodies known under their threshold."""
+"""What the vendor APIs say, read the way the proxy reads it: context-overflow answers
+recognized, streamed replies reassembled from their events (text, tool calls, thinking)
+and recorded only when the stream finished, and which messages of a resent history are
+new."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import orjson
 import pytest
 
-from app.composition import build_state
-from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES
-from app.formats.vendor.overflow import is_context_overflow
-from app.formats.vendor.replies import ReplyCapture, reply_from_body, usage_report
-from app.services.proxy import transparent
-from app.services.proxy.call import NullProxyObserver, ProxyCall, ProxyMode, ProxyReport
-from app.services.proxy.session_binding import new_messages
-from app.settings import Settings
-from app.tokenizers.bpe import TokenizerRegistry
+from app.formats.apis.chat_completions import CHAT_COMPLETIONS
+from app.formats.apis.messages import MESSAGES
+from app.formats.apis.protocol import usage_report
+from app.formats.apis.registry import VENDOR_APIS
+from app.formats.apis.responses import RESPONSES
+from app.services.proxy.turns import new_messages
 
 
 def sse(*events: tuple[str | None, Any]) -> bytes:
@@ -44,7 +41,8 @@ def sse(*events: tuple[str | None, Any]) -> bytes:
 )
 def test_context_overflow_is_recognized(status: int, body: Any, overflow: bool) -> None:
     raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    assert is_context_overflow(status, raw) is overflow
+    for api in VENDOR_APIS:
+        assert api.is_overflow(status, raw) is overflow, api.name
 
 
 def test_a_chat_stream_with_parallel_tool_calls_is_reassembled_across_chunk_splits() -> None:
@@ -72,7 +70,7 @@ def test_a_chat_stream_with_parallel_tool_calls_is_reassembled_across_chunk_spli
         (None, {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 9}}),
         (None, "[DONE]"),
     )
-    capture = ReplyCapture(CHAT_COMPLETIONS)
+    capture = CHAT_COMPLETIONS.stream_capture()
     finished = [capture.feed(stream[i : i + 7]) for i in range(0, len(stream), 7)]
     assert finished[-1] and not finished[0]
     reply = capture.reply()
@@ -163,7 +161,7 @@ def test_an_anthropic_stream_with_thinking_and_tool_use_is_reassembled() -> None
         ),
         ("message_stop", {"type": "message_stop"}),
     )
-    capture = ReplyCapture(MESSAGES)
+    capture = MESSAGES.stream_capture()
     assert capture.feed(stream)
     reply = capture.reply()
     assert reply is not None
@@ -194,7 +192,7 @@ def test_a_responses_stream_is_taken_from_its_completed_event() -> None:
             },
         ),
     )
-    capture = ReplyCapture(RESPONSES)
+    capture = RESPONSES.stream_capture()
     assert capture.feed(stream)
     reply = capture.reply()
     assert reply is not None and reply.messages == output
@@ -202,16 +200,16 @@ def test_a_responses_stream_is_taken_from_its_completed_event() -> None:
 
 
 def test_a_stream_that_is_not_sse_json_records_nothing() -> None:
-    capture = ReplyCapture(CHAT_COMPLETIONS)
+    capture = CHAT_COMPLETIONS.stream_capture()
     assert not capture.feed(b"data: {not json}\n\n")
     assert capture.reply() is None
 
 
 def test_whole_bodies_give_their_reply() -> None:
     chat = {"choices": [{"message": {"role": "assistant", "content": "hi", "refusal": None}}]}
-    reply = reply_from_body(CHAT_COMPLETIONS, json.dumps(chat).encode())
+    reply = CHAT_COMPLETIONS.reply_from_body(json.dumps(chat).encode())
     assert reply is not None and reply.messages == [{"role": "assistant", "content": "hi"}]
-    assert reply_from_body(MESSAGES, b'{"type": "error"}') is None
+    assert MESSAGES.reply_from_body(b'{"type": "error"}') is None
     assert usage_report({"input_tokens": 1, "output_tokens": True, "server_tool_use": {}}) == {
         "input_tokens": 1
     }
@@ -252,42 +250,55 @@ def test_new_messages_are_those_after_the_last_assistant_message() -> None:
 )
 def test_an_odd_stream_event_stops_recording_not_the_stream(chunk: dict[str, Any]) -> None:
     # Found by review: an AttributeError here cut a session-bound stream mid-answer.
-    capture = ReplyCapture(CHAT_COMPLETIONS)
+    capture = CHAT_COMPLETIONS.stream_capture()
     assert capture.feed(b"data: " + orjson.dumps(chunk) + b"\n\n") is False
     assert capture.reply() is None
 
 
-def test_bodies_known_under_the_threshold_are_bounded_and_told_apart_by_their_bytes(
-    settings: Settings, tokenizers: TokenizerRegistry, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(transparent, "UNDER_THRESHOLD_ENTRIES", 2)
-    state = build_state(settings, tokenizers=tokenizers)
-    compactor = transparent.TransparentCompactor(
-        state.estimation, state.compaction, state.summary_cache, NullProxyObserver()
+def _chat_deltas(*texts: str) -> bytes:
+    return sse(*((None, {"choices": [{"index": 0, "delta": {"content": t}}]}) for t in texts))
+
+
+def test_a_chat_stream_cut_before_its_end_gives_no_reply() -> None:
+    # Issue 21.4: three deltas, then a clean end with no finish_reason and no [DONE].
+    capture = CHAT_COMPLETIONS.stream_capture()
+    assert not capture.feed(_chat_deltas("tok0 ", "tok1 ", "tok2 "))
+    assert not capture.finished
+    assert capture.reply() is None
+
+
+def test_a_chat_stream_that_says_why_it_stopped_is_finished_without_done() -> None:
+    stop = sse((None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    capture = CHAT_COMPLETIONS.stream_capture()
+    capture.feed(_chat_deltas("all ", "done") + stop)
+    assert capture.finished
+    reply = capture.reply()
+    assert reply is not None and reply.messages[0]["content"] == "all done"
+
+
+def test_an_anthropic_stream_without_message_stop_gives_no_reply() -> None:
+    stream = sse(
+        ("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 9}}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "half a rep"},
+            },
+        ),
     )
+    capture = MESSAGES.stream_capture()
+    assert not capture.feed(stream)
+    assert capture.reply() is None
 
-    def call(text: str) -> ProxyCall:
-        body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": text}]}
-        raw = json.dumps(body).encode()
-        return ProxyCall(CHAT_COMPLETIONS, "t1", raw, [], ProxyMode.TRANSPARENT)
 
-    def remember(text: str) -> int:
-        sent, report = call(text), ProxyReport()
-        assert sent.body is not None
-        assert asyncio.run(compactor.apply(sent, sent.body, report)) is None
-        assert report.tokens_before is not None
-        return report.tokens_before
-
-    try:
-        tokens_a = remember("a")
-        remember("bb")
-        assert compactor.known_under_threshold(call("a")) == tokens_a
-        # The same length, other bytes: not known (its length alone does not decide).
-        assert compactor.known_under_threshold(call("b")) is None
-        assert compactor.known_under_threshold(call("ccc")) is None
-        remember("ccc")  # evicts "bb", the least recently used
-        assert compactor.known_under_threshold(call("bb")) is None
-        assert compactor.known_under_threshold(call("a")) == tokens_a
-        assert compactor.known_under_threshold(call("ccc")) is not None
-    finally:
-        state.close_store()
+def test_a_responses_stream_without_its_completed_event_gives_no_reply() -> None:
+    stream = sse(("response.created", {"type": "response.created", "response": {"output": []}}))
+    capture = RESPONSES.stream_capture()
+    assert not capture.feed(stream)
+    assert capture.reply() is None

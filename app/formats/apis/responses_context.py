@@ -8,22 +8,14 @@ The shapes are the `openai` SDK's types: `response_create_params.ContextManageme
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import InvalidContextManagementError
+from app.engine.native_edits import CompactionEntry
 from app.formats.common import fail, type_name
 
 COMPACTION_ITEM = "compaction"
 ENTRY_TYPES = ("compaction",)
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionEntry:
-    """Compact when the input is over `compact_threshold` tokens (None: the model's
-    threshold from the registry)."""
-
-    compact_threshold: int | None = None
 
 
 def _bad(where: str, problem: str) -> InvalidContextManagementError:

@@ -10,10 +10,21 @@ copies and unchanged ones the very same objects.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import InvalidContextManagementError
+from app.engine.native_edits import (
+    DEFAULT_CLEAR_KEEP_TOOL_USES,
+    DEFAULT_CLEAR_TRIGGER,
+    DEFAULT_COMPACT_TRIGGER_TOKENS,
+    DEFAULT_KEEP_THINKING_TURNS,
+    ClearThinkingEdit,
+    ClearToolUsesEdit,
+    CompactEdit,
+    CompactionMark,
+    Edit,
+    Trigger,
+)
 from app.formats.common import type_name
 
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
@@ -21,51 +32,7 @@ CLEAR_THINKING = "clear_thinking_20251015"
 COMPACT = "compact_20260112"
 EDIT_TYPES = (CLEAR_TOOL_USES, CLEAR_THINKING, COMPACT)
 COMPACTION_BLOCK = "compaction"
-# The vendor's documented defaults.
-DEFAULT_CLEAR_TRIGGER_TOKENS = 100_000
-DEFAULT_CLEAR_KEEP_TOOL_USES = 3
-DEFAULT_COMPACT_TRIGGER_TOKENS = 150_000
-DEFAULT_KEEP_THINKING_TURNS = 1
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """When an edit runs: more than `value` input tokens, or more than `value` tool uses."""
-
-    kind: str
-    value: int
-
-
-DEFAULT_CLEAR_TRIGGER = Trigger("input_tokens", DEFAULT_CLEAR_TRIGGER_TOKENS)
-
-
-@dataclass(frozen=True, slots=True)
-class ClearToolUsesEdit:
-    trigger: Trigger = DEFAULT_CLEAR_TRIGGER
-    keep: int = DEFAULT_CLEAR_KEEP_TOOL_USES
-    clear_at_least: int = 0
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool | tuple[str, ...] = False
-    type: str = CLEAR_TOOL_USES
-
-
-@dataclass(frozen=True, slots=True)
-class ClearThinkingEdit:
-    # None keeps the thinking of every turn.
-    keep_turns: int | None = DEFAULT_KEEP_THINKING_TURNS
-    type: str = CLEAR_THINKING
-
-
-@dataclass(frozen=True, slots=True)
-class CompactEdit:
-    trigger_tokens: int = DEFAULT_COMPACT_TRIGGER_TOKENS
-    instructions: str | None = None
-    pause_after_compaction: bool = False
-    type: str = COMPACT
-
-
-Edit = ClearToolUsesEdit | ClearThinkingEdit | CompactEdit
 
 
 def _bad(where: str, problem: str) -> InvalidContextManagementError:
@@ -96,7 +63,9 @@ def _edit(raw: Any, where: str) -> Edit:
         return _clear_tool_uses(raw, where)
     if kind == CLEAR_THINKING:
         _refuse_unknown(raw, {"type", "keep"}, where)
-        return ClearThinkingEdit(keep_turns=_thinking_keep(raw.get("keep"), f"{where}.keep"))
+        return ClearThinkingEdit(
+            CLEAR_THINKING, keep_turns=_thinking_keep(raw.get("keep"), f"{where}.keep")
+        )
     if kind == COMPACT:
         return _compact(raw, where)
     raise _bad(
@@ -133,7 +102,7 @@ def _clear_tool_uses(raw: dict[str, Any], where: str) -> ClearToolUsesEdit:
         inputs = bool(inputs_raw)
     else:
         inputs = _names(inputs_raw, f"{where}.clear_tool_inputs")
-    return ClearToolUsesEdit(trigger, keep, clear_at_least, exclude, inputs)
+    return ClearToolUsesEdit(CLEAR_TOOL_USES, trigger, keep, clear_at_least, exclude, inputs)
 
 
 def _compact(raw: dict[str, Any], where: str) -> CompactEdit:
@@ -147,7 +116,7 @@ def _compact(raw: dict[str, Any], where: str) -> CompactEdit:
     pause = raw.get("pause_after_compaction", False)
     if not isinstance(pause, bool):
         raise _bad(f"{where}.pause_after_compaction", f"must be a boolean, got {type_name(pause)}")
-    return CompactEdit(trigger, instructions or None, pause)
+    return CompactEdit(COMPACT, trigger, instructions or None, pause)
 
 
 def _thinking_keep(value: Any, where: str) -> int | None:
@@ -187,16 +156,6 @@ def _refuse_unknown(raw: Mapping[str, Any], known: set[str], where: str) -> None
 
 
 # --- compaction blocks -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionMark:
-    """The last compaction block with a summary: where it is and what it carries."""
-
-    message_index: int
-    block_index: int
-    content: str
-    encrypted_content: str | None
 
 
 def _blocks(raw: Any) -> list[Any]:

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from app.engine.native_edits import AppliedEdit, NativeReport
+from app.formats.apis.messages_edits import compaction_block
+from app.formats.apis.sse import FrameRewriter, frame_json, sse
 
 
 def compaction_iteration(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -42,22 +44,46 @@ def message_iteration(usage: Mapping[str, Any], output_tokens: int | None = None
     }
 
 
-@dataclass(frozen=True, slots=True)
-class NativeReport:
-    """What a reply must say about the edits: the compaction block (if one ran) with its
-    summarizer usage, and the `context_management` field (if the request had edits)."""
+def applied_edit(edit: AppliedEdit) -> dict[str, Any]:
+    """One `applied_edits` entry (BetaClearToolUses20250919EditResponse, …)."""
+    out: dict[str, Any] = {"type": edit.type}
+    if edit.cleared_tool_uses is not None:
+        out["cleared_tool_uses"] = edit.cleared_tool_uses
+    if edit.cleared_thinking_turns is not None:
+        out["cleared_thinking_turns"] = edit.cleared_thinking_turns
+    out["cleared_input_tokens"] = edit.cleared_input_tokens
+    return out
 
-    block: dict[str, Any] | None = None
-    compaction_usage: tuple[int, int] = (0, 0)
-    context_management: dict[str, Any] | None = None
+
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    """A report in wire shape: the compaction block, its usage, `context_management`."""
+
+    block: dict[str, Any] | None
+    compaction_usage: tuple[int, int]
+    context_management: dict[str, Any] | None
 
     @property
     def changes_reply(self) -> bool:
         return self.block is not None or self.context_management is not None
 
 
-def report_in_reply(reply: Any, report: NativeReport) -> Any:
+def _render(report: NativeReport) -> _Rendered:
+    compaction = report.compaction
+    block = None
+    usage = (0, 0)
+    if compaction is not None:
+        block = compaction_block(compaction.summary, compaction.state)
+        usage = (compaction.input_tokens, compaction.output_tokens)
+    context_management = None
+    if report.has_edits:
+        context_management = {"applied_edits": [applied_edit(e) for e in report.applied_edits]}
+    return _Rendered(block, usage, context_management)
+
+
+def report_in_reply(reply: Any, native: NativeReport) -> Any:
     """An upstream's (non-streaming) Messages reply with the report written into it."""
+    report = _render(native)
     if not isinstance(reply, dict) or not report.changes_reply:
         return reply
     out = dict(reply)
@@ -77,8 +103,9 @@ def report_in_reply(reply: Any, report: NativeReport) -> Any:
     return out
 
 
-def paused_reply(model: Any, report: NativeReport) -> dict[str, Any]:
+def paused_reply(model: Any, native: NativeReport) -> dict[str, Any]:
     """pause_after_compaction: the compaction block alone, no model called."""
+    report = _render(native)
     assert report.block is not None
     return {
         "id": f"msg_{secrets.token_hex(12)}",
@@ -103,11 +130,6 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def sse(event: str, data: Mapping[str, Any]) -> bytes:
-    """One server-sent event."""
-    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
-
-
 def compaction_block_events(block: Mapping[str, Any], index: int = 0) -> list[bytes]:
     """A compaction block streamed: start (empty), one compaction_delta, stop."""
     empty = {**block, "content": None, "encrypted_content": None}
@@ -124,9 +146,10 @@ def compaction_block_events(block: Mapping[str, Any], index: int = 0) -> list[by
     ]
 
 
-def paused_stream(model: Any, report: NativeReport) -> list[bytes]:
+def paused_stream(model: Any, native: NativeReport) -> list[bytes]:
     """pause_after_compaction, streamed."""
-    message = paused_reply(model, report)
+    report = _render(native)
+    message = paused_reply(model, native)
     start = {**message, "content": [], "stop_reason": None}
     start["usage"] = {k: v for k, v in message["usage"].items() if k != "iterations"}
     start.pop("context_management", None)
@@ -145,39 +168,19 @@ def paused_stream(model: Any, report: NativeReport) -> list[bytes]:
     ]
 
 
-class StreamReportWriter:
-    """Rewrites an upstream's Messages event stream to carry the report, event by event:
-    bytes in as they arrive, bytes out as soon as a whole event is there."""
+class StreamReportWriter(FrameRewriter):
+    """Rewrites an upstream's Messages event stream to carry the report."""
 
-    def __init__(self, report: NativeReport) -> None:
+    def __init__(self, native: NativeReport) -> None:
+        report = _render(native)
+        super().__init__(active=report.changes_reply)
         self.report = report
-        self._buffer = b""
         self._shift = 1 if report.block is not None else 0
         self._start_usage: Mapping[str, Any] = {}
 
-    def feed(self, chunk: bytes) -> bytes:
-        """The rewritten events completed by `chunk`."""
-        if not self.report.changes_reply:
-            return chunk
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        out: list[bytes] = []
-        while b"\n\n" in self._buffer:
-            frame, self._buffer = self._buffer.split(b"\n\n", 1)
-            out.extend(self._rewrite(frame))
-        return b"".join(out)
-
-    def close(self) -> bytes:
-        """Whatever was left unterminated, as it came."""
-        rest, self._buffer = self._buffer, b""
-        return rest
-
     def _rewrite(self, frame: bytes) -> Iterable[bytes]:
-        data_lines = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
-        try:
-            data = orjson.loads(b"\n".join(data_lines)) if data_lines else None
-        except orjson.JSONDecodeError:
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        data = frame_json(frame)
+        if data is None:
             return [frame + b"\n\n"]
         kind = data["type"]
         if kind == "message_start":

@@ -1,0 +1,55 @@
+"""The service's own headers on proxied requests: read from the caller, written on the
+answer (SPEC §10). The one place their names are spelled."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.requests import Request
+
+from app.api.auth import PROXY_KEY_HEADER
+from app.services.proxy.report import AnswerMedia, ProxyAnswer, ProxyReport
+
+MODE_HEADER = "x-compactor-mode"
+SESSION_HEADER = "x-compactor-session"
+# The service's own headers: read here, never forwarded (X-Compactor-Key is a secret).
+OWN_HEADERS = frozenset(h.lower() for h in (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER))
+_MEDIA_TYPES = {
+    AnswerMedia.JSON: [("content-type", "application/json")],
+    AnswerMedia.EVENT_STREAM: [
+        ("content-type", "text/event-stream"),
+        ("cache-control", "no-cache"),
+    ],
+}
+
+
+def caller_headers(request: Request) -> list[tuple[str, str]]:
+    """Credentials and vendor headers exactly as sent; the transport drops hop-by-hop ones."""
+    return [(k, v) for k, v in request.headers.items() if k.lower() not in OWN_HEADERS]
+
+
+def session_id_of(request: Request) -> str | None:
+    """The X-Compactor-Session the request names, if any."""
+    value = request.headers.get(SESSION_HEADER, "").strip()
+    return value or None
+
+
+def report_headers(report: ProxyReport) -> list[tuple[str, str]]:
+    """What the proxy did, as the answer's X-Compactor-* headers."""
+
+    def number(value: int | None) -> str:
+        return "" if value is None else str(value)
+
+    return [
+        ("x-compactor-compacted", "true" if report.compacted else "false"),
+        ("x-compactor-tokens-before", number(report.tokens_before)),
+        ("x-compactor-tokens-after", number(report.tokens_after)),
+        ("x-compactor-session", report.session_id or ""),
+    ]
+
+
+def answer_headers(answer: ProxyAnswer) -> Sequence[tuple[str, str]]:
+    """The answer's headers: the upstream's (or the media type of one the service
+    wrote), then the X-Compactor-* report."""
+    media = _MEDIA_TYPES[answer.media] if answer.media is not None else []
+    return [*answer.headers, *media, *report_headers(answer.report)]
