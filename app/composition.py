@@ -262,7 +262,8 @@ async def running_state(
             # on other replicas: worth a line in the log, not a refusal to start.
             logging.getLogger("compactor.startup").warning(
                 "COMPACTOR_STATE_KEY is not set: compaction state is signed with a key of "
-                "this process only; set it (the same on every replica) to keep it valid"
+                "this process only; set it (the same on every replica) to keep it valid "
+                "(`compactor keygen` makes one)"
             )
         await open_proxy(state, stack)
         state.ready = True
