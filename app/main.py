@@ -8,7 +8,9 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app import __version__
+from app.allowed_hosts import parse_allowed_hosts
 from app.api.auth import current_tenant
+from app.api.hosts import HostAllowList
 from app.api.limits import BodySizeLimit
 from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
@@ -73,6 +75,8 @@ def create_app(
         timeout_seconds=settings.body_timeout_seconds,
         max_pending_bytes=settings.max_pending_body_bytes,
     )
+    # Before the body is read: a host the service does not answer to gets nothing.
+    app.add_middleware(HostAllowList, allowed=parse_allowed_hosts(settings.allowed_hosts))
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=observed)
     return app
