@@ -8,6 +8,7 @@ migrates, disposes). The app lifespan, the CLI and tests all go through these tw
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.inspector.logins import InspectorLogins
 from app.services.native.proxy_hook import NativeProxyEdits
 from app.services.native.services import build_native_services
 from app.services.proxy.service import ProxyService
@@ -210,6 +212,7 @@ def build_state(
     )
     db = create_db_engine(settings.database_url)
     store = session_factory(db)
+    api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
@@ -221,10 +224,17 @@ def build_state(
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),
-        api_keys=parse_api_keys(settings.api_key_spec()),
+        api_keys=api_keys,
         metrics=observed,
         summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
         native=build_native_services(estimation, compaction, settings.state_key_bytes()),
+        # Without a configured key, logins last as long as this process (as the state does).
+        ui_logins=InspectorLogins(
+            store,
+            api_keys,
+            settings.state_key_bytes() or secrets.token_bytes(32),
+            settings.ui_login_seconds,
+        ),
         outbound=outbound,
     )
 

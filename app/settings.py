@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     # (comma-separated: name, name:port, *.suffix; `*` for any, behind a proxy that checks
     # the Host itself). Anything else is 400: a DNS-rebinding page names its own host.
     allowed_hosts: str | None = None
+    # How long an inspector login lasts; the server refuses it afterwards, whatever the
+    # browser kept (SPEC §9).
+    ui_login_seconds: int = Field(default=12 * 3600, gt=0, le=30 * 24 * 3600)
     # The Bearer key of /metrics (it sums every tenant's traffic). With API keys on and
     # no metrics key, /metrics answers 403 to everyone.
     metrics_key: SecretStr | None = None

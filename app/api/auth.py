@@ -80,12 +80,19 @@ def proxy_tenant(request: Request) -> str:
     return _tenant_of(keys, presented)
 
 
-def _tenant_of(keys: dict[str, str], presented: str) -> str:
+def tenant_of_key(keys: dict[str, str], presented: str) -> str | None:
+    """The tenant whose key was presented, or None; every key is compared, whichever
+    matches, so the time taken does not tell which one did."""
     tenant = None
-    # Compare against every key so the time taken does not depend on which one matched.
+    given = presented.strip().encode()
     for key, owner in keys.items():
-        if hmac.compare_digest(key.encode(), presented.strip().encode()):
+        if hmac.compare_digest(key.encode(), given):
             tenant = owner
+    return tenant
+
+
+def _tenant_of(keys: dict[str, str], presented: str) -> str:
+    tenant = tenant_of_key(keys, presented)
     if tenant is None:
         raise ApiError(401, "Unauthorized", "the API key is not valid", "unauthorized")
     return tenant
