@@ -32,7 +32,7 @@ def serve(
 
     import uvicorn
 
-    from app.api.auth import parse_api_keys
+    from app.api.auth import check_metrics_key, parse_api_keys
     from app.json_logging import json_log_config
     from app.registry import load_registry
     from app.serving import NoDelayH11Protocol
@@ -43,6 +43,7 @@ def serve(
     settings = Settings()
     # Configuration errors stop here, as one line, before any worker starts.
     keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
     normalize_url(settings.database_url)
     load_registry(settings.models_file, settings.fallback_context_window)
     if settings.migrate_on_start:

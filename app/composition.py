@@ -17,7 +17,7 @@ import anyio
 import httpx
 
 from app import __version__
-from app.api.auth import parse_api_keys
+from app.api.auth import check_metrics_key, parse_api_keys
 from app.api.metrics import Metrics
 from app.api.state import AppState
 from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
@@ -125,7 +125,8 @@ def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
     `summarizer=False` skips the summarizer's, for an app given its summarizer."""
     if summarizer and needs_http_client(settings):
         http_summarizer_config(settings)
-    parse_api_keys(settings.api_key_spec())
+    keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
     load_registry(settings.models_file, settings.fallback_context_window)
 
 

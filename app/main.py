@@ -9,7 +9,7 @@ from fastapi import Depends, FastAPI
 
 from app import __version__
 from app.allowed_hosts import parse_allowed_hosts
-from app.api.auth import current_tenant
+from app.api.auth import current_tenant, metrics_reader
 from app.api.hosts import HostAllowList
 from app.api.limits import BodySizeLimit
 from app.api.metrics import Metrics
@@ -63,7 +63,8 @@ def create_app(
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
-    app.include_router(metrics.router, dependencies=authenticated)
+    # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
+    app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])
     app.include_router(native.router)
     # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
     app.include_router(proxy.router)

@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     # other replicas. Set it (the same value on every replica) in production.
     state_key: SecretStr | None = None
 
+    def metrics_key_value(self) -> str | None:
+        """The /metrics key, or None when unset."""
+        return self.metrics_key.get_secret_value() if self.metrics_key else None
+
     def state_key_bytes(self) -> bytes | None:
         """The state-signing key, or None for a per-process random one."""
         return self.state_key.get_secret_value().encode() if self.state_key else None
