@@ -18,7 +18,7 @@ router = APIRouter(tags=["operations"])
     responses={
         200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
         401: {"model": Problem},
-        403: {"model": Problem},
+        403: {"model": Problem, "description": "A tenant's key: /metrics takes the metrics key"},
     },
 )
 def metrics(state: State) -> Response:
