@@ -61,7 +61,7 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
-    if settings.state_key is None:
+    if settings.state_key_bytes() is None:  # unset, or set but empty
         share_state_key(workers, log_level)
     metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
