@@ -269,12 +269,12 @@ async def running_state(
             # Serve anyway (health and stateless routes work); session routes answer 503.
             logging.getLogger("compactor.startup").error(problem)
         if state.native.ephemeral_key:
-            # Compaction blocks and items it hands out stop verifying after a restart and
-            # on other replicas: worth a line in the log, not a refusal to start.
+            # Compaction blocks and items it hands out (and inspector logins) stop verifying
+            # after a restart and on other replicas: worth a line in the log, not a refusal.
             logging.getLogger("compactor.startup").warning(
-                "COMPACTOR_STATE_KEY is not set: compaction state is signed with a key of "
-                "this process only; set it (the same on every replica) to keep it valid "
-                "(`compactor keygen` makes one)"
+                "COMPACTOR_STATE_KEY is not set: compaction state and inspector logins use "
+                "a key of this process only; set it (the same on every replica) to keep "
+                "them valid (`compactor keygen` makes one)"
             )
         await open_proxy(state, stack)
         state.ready = True

@@ -28,9 +28,7 @@ def upgrade() -> None:
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("token_hash", name=op.f("pk_ui_logins")),
     )
-    op.create_index(
-        op.f("ix_ui_logins_expires_at"), "ui_logins", ["expires_at"], unique=False
-    )
+    op.create_index(op.f("ix_ui_logins_expires_at"), "ui_logins", ["expires_at"], unique=False)
     op.create_index(
         "ix_ui_logins_tenant_created", "ui_logins", ["tenant", "created_at"], unique=False
     )
