@@ -1,4 +1,4 @@
-"""The `compactor` command: serve, estimate, compact, openapi."""
+"""The `compactor` command: serve, keygen, estimate, compact, migrate, openapi."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def serve(
 
     import uvicorn
 
-    from app.api.auth import parse_api_keys
+    from app.api.auth import check_metrics_key, parse_api_keys
     from app.json_logging import json_log_config
     from app.registry import load_registry
     from app.serving import NoDelayH11Protocol
@@ -43,6 +43,7 @@ def serve(
     settings = Settings()
     # Configuration errors stop here, as one line, before any worker starts.
     keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
     normalize_url(settings.database_url)
     load_registry(settings.models_file, settings.fallback_context_window)
     if settings.migrate_on_start:
@@ -60,6 +61,8 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    if settings.state_key_bytes() is None:  # unset, or set but empty
+        share_state_key(workers, log_level)
     metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Workers share their metrics through files in a fresh folder (removed at exit).
@@ -80,6 +83,42 @@ def serve(
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+STATE_KEY_VARIABLE = "COMPACTOR_STATE_KEY"
+KEYGEN_HINT = (
+    "make one with `compactor keygen` "
+    "(or python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+)
+
+
+def share_state_key(workers: int, log_level: str = "info") -> None:
+    """Gives the workers of this serve one state key made now (SPEC §9): they inherit it
+    through the environment, so a compaction item or inspector login one worker wrote is
+    accepted by the others. The key itself is never printed."""
+    import logging
+    import logging.config
+    import secrets
+
+    from app.json_logging import json_log_config
+
+    os.environ[STATE_KEY_VARIABLE] = secrets.token_urlsafe(32)
+    # The workers see a configured key, so the warning is said here, once.
+    logging.config.dictConfig(json_log_config(log_level))
+    who = f"the {workers} workers of this serve share" if workers > 1 else "this serve uses"
+    logging.getLogger("compactor.startup").warning(
+        f"{STATE_KEY_VARIABLE} is not set: {who} a key made at start, so compaction items "
+        "and inspector logins stop working after a restart and on other replicas; "
+        f"{KEYGEN_HINT} and set it, the same on every replica"
+    )
+
+
+@app.command()
+def keygen() -> None:
+    """Print a new random key for COMPACTOR_STATE_KEY (or an API key)."""
+    import secrets
+
+    typer.echo(secrets.token_urlsafe(32))
 
 
 def _load_request(path: Path) -> dict[str, Any]:

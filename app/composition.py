@@ -8,6 +8,7 @@ migrates, disposes). The app lifespan, the CLI and tests all go through these tw
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -16,7 +17,7 @@ import anyio
 import httpx
 
 from app import __version__
-from app.api.auth import parse_api_keys
+from app.api.auth import check_metrics_key, parse_api_keys
 from app.api.metrics import Metrics
 from app.api.state import AppState
 from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
@@ -41,6 +42,7 @@ from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.inspector.logins import InspectorLogins
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.proxy_stage import (
     MessagesHandler,
@@ -132,7 +134,8 @@ def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
     `summarizer=False` skips the summarizer's, for an app given its summarizer."""
     if summarizer and needs_http_client(settings):
         http_summarizer_config(settings)
-    parse_api_keys(settings.api_key_spec())
+    keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
     load_registry(settings.models_file, settings.fallback_context_window)
 
 
@@ -223,6 +226,7 @@ def build_state(
         estimation, compaction, settings.state_key_bytes(), native_apis()
     )
     sessions = SessionService(store, estimation, compaction, marker=marker)
+    api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
@@ -234,12 +238,19 @@ def build_state(
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),
-        api_keys=parse_api_keys(settings.api_key_spec()),
+        api_keys=api_keys,
         metrics=observed,
         summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
         vendor_endpoints=VendorEndpoints(native, sessions),
+        # Without a configured key, logins last as long as this process (as the state does).
+        ui_logins=InspectorLogins(
+            store,
+            api_keys,
+            settings.state_key_bytes() or secrets.token_bytes(32),
+            settings.ui_login_seconds,
+        ),
         outbound=outbound,
     )
 
@@ -273,11 +284,12 @@ async def running_state(
             # Serve anyway (health and stateless routes work); session routes answer 503.
             logging.getLogger("compactor.startup").error(problem)
         if state.native.ephemeral_key:
-            # Compaction blocks and items it hands out stop verifying after a restart and
-            # on other replicas: worth a line in the log, not a refusal to start.
+            # Compaction blocks and items it hands out (and inspector logins) stop verifying
+            # after a restart and on other replicas: worth a line in the log, not a refusal.
             logging.getLogger("compactor.startup").warning(
-                "COMPACTOR_STATE_KEY is not set: compaction state is signed with a key of "
-                "this process only; set it (the same on every replica) to keep it valid"
+                "COMPACTOR_STATE_KEY is not set: compaction state and inspector logins use "
+                "a key of this process only; set it (the same on every replica) to keep "
+                "them valid (`compactor keygen` makes one)"
             )
         await open_proxy(state, stack)
         state.ready = True

@@ -8,7 +8,9 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app import __version__
-from app.api.auth import current_tenant
+from app.allowed_hosts import parse_allowed_hosts
+from app.api.auth import current_tenant, metrics_reader
+from app.api.hosts import HostAllowList
 from app.api.limits import BodySizeLimit
 from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
@@ -61,7 +63,8 @@ def create_app(
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
-    app.include_router(metrics.router, dependencies=authenticated)
+    # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
+    app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])
     app.include_router(native.router)
     # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
     app.include_router(proxy.router)
@@ -73,6 +76,8 @@ def create_app(
         timeout_seconds=settings.body_timeout_seconds,
         max_pending_bytes=settings.max_pending_body_bytes,
     )
+    # Before the body is read: a host the service does not answer to gets nothing.
+    app.add_middleware(HostAllowList, allowed=parse_allowed_hosts(settings.allowed_hosts))
     # Added last, so it runs first: every answer (a 413 included) gets an id and a metric.
     app.add_middleware(RequestObservation, metrics=observed)
     return app

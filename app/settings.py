@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.allowed_hosts import parse_allowed_hosts
 from app.engine.thinking import ThinkingLevel
 from app.providers.catalog import ProviderName
 
@@ -41,6 +42,16 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     # Serving beyond loopback without API keys must be asked for explicitly.
     allow_unauthenticated: bool = False
+    # Host names answered besides loopback names and the address a request arrived at
+    # (comma-separated: name, name:port, *.suffix; `*` for any, behind a proxy that checks
+    # the Host itself). Anything else is 400: a DNS-rebinding page names its own host.
+    allowed_hosts: str | None = None
+    # How long an inspector login lasts; the server refuses it afterwards, whatever the
+    # browser kept (SPEC §9).
+    ui_login_seconds: int = Field(default=12 * 3600, gt=0, le=30 * 24 * 3600)
+    # The Bearer key of /metrics (it sums every tenant's traffic). With API keys on and
+    # no metrics key, /metrics answers 403 to everyone.
+    metrics_key: SecretStr | None = None
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     # Slow clients: a request's headers and its body must each arrive within these, and
     # the bodies being received or handled at once may hold at most this many bytes.
@@ -66,6 +77,10 @@ class Settings(BaseSettings):
     # made per process: compaction blocks/items then stop working after a restart and on
     # other replicas. Set it (the same value on every replica) in production.
     state_key: SecretStr | None = None
+
+    def metrics_key_value(self) -> str | None:
+        """The /metrics key, or None when unset."""
+        return self.metrics_key.get_secret_value() if self.metrics_key else None
 
     def state_key_bytes(self) -> bytes | None:
         """The state-signing key, or None for a per-process random one."""
@@ -120,6 +135,13 @@ class Settings(BaseSettings):
                 re.compile(pattern)
             except re.error as exc:
                 raise ValueError(f"summary pattern {pattern!r} is not a regex: {exc}") from None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts_parse(cls, value: str | None) -> str | None:
+        """Refuse to start with an entry that is not a host name."""
+        parse_allowed_hosts(value)
         return value
 
     @field_validator("workspace_roots")

@@ -17,6 +17,7 @@ from app.api.metrics import Metrics
 from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.inspector.logins import InspectorLogins
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
 from app.services.proxy.service import ProxyService
@@ -47,6 +48,8 @@ class AppState:
     stateless: StatelessHistory
     # The vendors' counting and standalone-compaction endpoints.
     vendor_endpoints: VendorEndpoints
+    # The inspector's browser logins (SPEC §9), in the store.
+    ui_logins: InspectorLogins
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     # The shared client of outbound model calls; None when nothing configured calls out.

@@ -307,3 +307,31 @@ def test_the_page_reads_with_scripts_off(site: Site, browser: Browser) -> None:
             assert f"{record['tokens_after']:,}" in text
         assert f"Compactions ({len(session.compactions)})" in text
         assert v.errors == []
+
+
+def test_a_cookie_saved_before_logout_no_longer_opens_the_inspector(
+    site: Site, browser: Browser
+) -> None:
+    """Issue 21.6: logout revokes the login on the server, not only in this browser."""
+    with visit(browser, javascript=False) as v:
+        page = v.page
+        log_in(page, site, "/ui")
+        assert page.url == f"{site.url}/ui"
+        (saved,) = page.context.cookies()
+        page.click("header.top button[type=submit]")
+        page.wait_for_load_state()
+        assert "/ui/login" in page.url
+        assert page.context.cookies() == []
+        # A copy of the cookie kept from before (another tab's, a thief's) is put back.
+        page.context.add_cookies([saved])
+        page.goto(site.url + "/ui")
+        assert "/ui/login" in page.url
+        assert page.locator("#key").is_visible()
+        # Logging in again works and gives a different cookie.
+        page.fill("#key", ALPHA_KEY)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert page.url == f"{site.url}/ui"
+        (fresh,) = page.context.cookies()
+        assert fresh["value"] != saved["value"]
+        assert v.errors == []

@@ -10,7 +10,14 @@ from app.store.database import create_db_engine
 from app.store.migrate import downgrade, upgrade
 from app.store.models import Base
 
-TABLES = {"sessions", "transcript_entries", "compactions", "idempotency_keys", "summary_cache"}
+TABLES = {
+    "sessions",
+    "transcript_entries",
+    "compactions",
+    "idempotency_keys",
+    "summary_cache",
+    "ui_logins",
+}
 
 
 def _tables(url: str) -> set[str]:

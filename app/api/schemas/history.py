@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from app.api.limits import MAX_MESSAGES, MAX_TOKENS
 from app.api.schemas.strategy import (
@@ -17,7 +25,7 @@ from app.api.schemas.strategy import (
     RestoredFactOut,
     Strategy,
 )
-from app.api.schemas.strict import PROVIDER_REQUEST_FIELDS, StrictBody
+from app.api.schemas.strict import PROVIDER_REQUEST_FIELDS, StrictBody, as_line_errors
 from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
@@ -113,15 +121,46 @@ class CompactIn(HistoryIn, CompactionSettingsIn):
         return None if isinstance(value, dict) else value
 
 
+# The fields of POST /compact that POST /estimate accepts without using them.
+COMPACT_ONLY_FIELDS = frozenset(CompactIn.model_fields) - frozenset(HistoryIn.model_fields)
+
+
 class EstimateIn(HistoryIn):
     """Body of POST /estimate.
 
     The fields of POST /compact are accepted and ignored too: a caller may send one body
-    to both (estimate first, compact when it says so)."""
+    to both (estimate first, compact when it says so). They are checked as /compact
+    checks them, so a body one refuses is refused by both."""
 
-    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS | (
-        frozenset(CompactIn.model_fields) - frozenset(HistoryIn.model_fields)
-    )
+    ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS | COMPACT_ONLY_FIELDS
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _compaction_settings_as_compact_checks_them(
+        cls, data: Any, handler: ModelWrapValidatorHandler[EstimateIn]
+    ) -> EstimateIn:
+        given = (
+            {k: v for k, v in data.items() if k in COMPACT_ONLY_FIELDS}
+            if isinstance(data, dict)
+            else {}
+        )
+        if not given:
+            return handler(data)
+        problems: list[Any] = []
+        try:
+            # One validation for both routes: /compact's own, on just these fields.
+            CompactIn.model_validate({"messages": [], **given})
+        except ValidationError as exc:
+            problems = as_line_errors(exc)
+        try:
+            body = handler(data)
+        except ValidationError as exc:
+            if not problems:
+                raise
+            problems.extend(as_line_errors(exc))
+        if problems:
+            raise ValidationError.from_exception_data(cls.__name__, problems)
+        return body
 
 
 class Breakdown(BaseModel):

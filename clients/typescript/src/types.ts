@@ -151,7 +151,8 @@ export interface ContextOut {
  * Body of POST /estimate.
  *
  * The fields of POST /compact are accepted and ignored too: a caller may send one body
- * to both (estimate first, compact when it says so).
+ * to both (estimate first, compact when it says so). They are checked as /compact
+ * checks them, so a body one refuses is refused by both.
  */
 export interface EstimateIn {
   context_window?: number | null;
