@@ -16,7 +16,17 @@ from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
-from app.api.routes import health, history, metrics, native, proxy, sessions, system_prompt
+from app.api.routes import (
+    health,
+    history,
+    landing,
+    metrics,
+    native,
+    proxy,
+    sessions,
+    system_prompt,
+)
+from app.api.routes.docs import install_offline_docs
 from app.api.state import LifespanState
 from app.api.ui.routes import router as ui_router
 from app.composition import build_state, check_settings, running_state
@@ -55,10 +65,16 @@ def create_app(
         version=__version__,
         summary="Context management for LLM agents: estimate, decide, compact.",
         lifespan=lifespan,
+        # Served by install_offline_docs from packaged assets, not FastAPI's CDN pages.
+        docs_url=None,
+        redoc_url=None,
     )
     install_problem_handlers(app)
     install_problem_openapi(app)
     app.include_router(health.router)
+    # Public like /openapi.json: the landing page and the API reference.
+    app.include_router(landing.router)
+    install_offline_docs(app)
     authenticated = [Depends(current_tenant)]
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)

@@ -1,4 +1,7 @@
-"""Request ids in and out, metrics by route and one JSON log line per request (ASGI)."""
+"""Request ids in and out, metrics by route and one JSON log line per request (ASGI).
+
+The id is bound to the request's context (app.request_context) while it is handled, so
+every log line written meanwhile, at any layer, carries it."""
 
 from __future__ import annotations
 
@@ -11,8 +14,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.metrics import Metrics
 from app.api.problems import problem_response
+from app.request_context import request_id_bound
 
 REQUEST_ID_HEADER = "x-request-id"
+# The service's own id beside an upstream's X-Request-ID: the one its log lines carry.
+OWN_REQUEST_ID_HEADER = "x-compactor-request-id"
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
 access_log = logging.getLogger("compactor.access")
 error_log = logging.getLogger("compactor.error")
@@ -44,43 +50,47 @@ class RequestObservation:
                 status = message["status"]
                 started = True
                 headers = list(message.get("headers", []))
-                # A proxied answer keeps the upstream's own id (the one its vendor knows).
-                if not any(name.lower() == REQUEST_ID_HEADER.encode() for name, _ in headers):
+                # A proxied answer keeps the upstream's own id (the one its vendor knows);
+                # the service's id, which its log lines carry, then goes beside it.
+                if any(name.lower() == REQUEST_ID_HEADER.encode() for name, _ in headers):
+                    headers.append((OWN_REQUEST_ID_HEADER.encode(), request_id.encode()))
+                else:
                     headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
                 message = {**message, "headers": headers}
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_with_id)
-        except Exception:
-            # Any failure nobody mapped: logged with its traceback, answered as problem+json
-            # with the request id (not a bare text/plain 500 or a reset connection).
-            error_log.exception("unhandled error", extra={"request_id": request_id})
-            if started:
-                raise  # the answer is already on its way; only closing it is left
-            status = 500
-            crash = problem_response(
-                500,
-                "Internal server error",
-                f"the service failed unexpectedly; report request id {request_id}",
-                "internal-error",
-            )
-            await crash(scope, receive, send_with_id)
-        finally:
-            elapsed = time.perf_counter() - start
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "")
-            self.metrics.requests.labels(template, method, str(status)).inc()
-            self.metrics.latency.labels(template, method).observe(elapsed)
-            access_log.info(
-                "request",
-                extra={
-                    "request_id": request_id,
-                    "method": method,
-                    "path": scope.get("path", ""),
-                    "route": template,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+        with request_id_bound(request_id):
+            try:
+                await self.app(scope, receive, send_with_id)
+            except Exception:
+                # Any failure nobody mapped: logged with its traceback, answered as problem+json
+                # with the request id (not a bare text/plain 500 or a reset connection).
+                error_log.exception("unhandled error", extra={"request_id": request_id})
+                if started:
+                    raise  # the answer is already on its way; only closing it is left
+                status = 500
+                crash = problem_response(
+                    500,
+                    "Internal server error",
+                    f"the service failed unexpectedly; report request id {request_id}",
+                    "internal-error",
+                )
+                await crash(scope, receive, send_with_id)
+            finally:
+                elapsed = time.perf_counter() - start
+                route = scope.get("route")
+                template = getattr(route, "path", None) or "unmatched"
+                method = scope.get("method", "")
+                self.metrics.requests.labels(template, method, str(status)).inc()
+                self.metrics.latency.labels(template, method).observe(elapsed)
+                access_log.info(
+                    "request",
+                    extra={
+                        "request_id": request_id,
+                        "method": method,
+                        "path": scope.get("path", ""),
+                        "route": template,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000, 2),
+                    },
+                )
