@@ -167,6 +167,7 @@ class EstimationService:
         rules = CountingRules(
             dialect=dialect,
             tools_rendering=info.tools_rendering,
+            tools_upper_bounds=info.tools_upper_bounds,
             image_rule=info.image_rule,
             image_tokens=self.image_tokens,
             token_factor=factor,
