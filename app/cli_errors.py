@@ -26,7 +26,8 @@ def _describe_validation(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"])
         if is_settings and where:
             where = "COMPACTOR_" + where.upper()
-        message = error["msg"]
+        # pydantic prefixes a validator's own words; the operator needs only the words.
+        message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     more = len(exc.errors()) - len(parts)
     prefix = "configuration error: " if is_settings else "invalid input: "

@@ -65,6 +65,17 @@ class ModelInfo:
     policy: ModelPolicy = NO_POLICY
 
 
+@dataclass(frozen=True, slots=True)
+class PublishedModel:
+    """What an upstream's model list says about one model name."""
+
+    name: str
+    context_window: int | None
+    max_output_tokens: int | None = None
+    # The model the name stands for, when the list says (LiteLLM's litellm_params.model).
+    underlying: str | None = None
+
+
 class ModelLookup(Protocol):
     """What counting needs of a registry: a name's entry and the unknown-model window."""
 
