@@ -195,8 +195,10 @@ def main() -> None:
             stderr=quiet,
         ),
         subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(proxy_port)]
-            + ["--log-level", "warning"],
+            [
+                *(sys.executable, "-m", "app.cli", "serve"),
+                *("--port", str(proxy_port), "--log-level", "warning"),
+            ],
             env=env,
             cwd=ROOT,
             stdout=quiet,

@@ -28,7 +28,8 @@ def main() -> None:
         cache.put(key, (rng.randint(1, 5000) << 6) | 3)
     used, _ = tracemalloc.get_traced_memory()
     per_entry = used / entries
-    print(f"{per_entry:.0f} bytes per entry; the default 200,000 entries ≈ {per_entry * 2e5 / 1e6:.0f} MB")
+    default_mb = per_entry * 200_000 / 1e6
+    print(f"{per_entry:.0f} bytes per entry; the default 200,000 entries ≈ {default_mb:.0f} MB")
 
 
 if __name__ == "__main__":
