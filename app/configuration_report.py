@@ -260,6 +260,8 @@ _EXAMPLES: Mapping[str, str] = {
     "upstream_anthropic_url": '"https://api.anthropic.com"',
     "upstream_models_api_key": '"sk-litellm-..."',
     "summary_patterns": '["^Summary of the earlier conversation:"]',
+    "allowed_hosts": '"compactor.internal,*.svc.cluster.local"',
+    "metrics_key": '"metrics-..."',
 }
 
 _EXAMPLE_TABLES = """\
