@@ -1,4 +1,4 @@
-"""The `compactor` command: serve, keygen, estimate, compact, migrate, openapi."""
+"""The `compactor` command: serve, keygen, estimate, compact, config, migrate, openapi."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import orjson
 import typer
@@ -122,15 +122,23 @@ def keygen() -> None:
 
 
 def _load_request(path: Path) -> dict[str, Any]:
+    """The request body in `path`; a file that is missing or not one is one line, exit 2."""
     try:
         doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise typer.BadParameter(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
+    except orjson.JSONDecodeError as exc:
+        _fail(f"{path} is not JSON: {exc}")
     if isinstance(doc, list):
         doc = {"messages": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        raise typer.BadParameter(f"{path}: expected a request body with a messages array")
+        _fail(f"{path}: expected a request body with a messages array")
     return doc
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
 
 
 @app.command()
@@ -248,6 +256,47 @@ def compact(
             f"wrote {output}",
             err=True,
         )
+
+
+@app.command()
+def config(
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print the table of every setting (docs/configuration.md)."
+        ),
+    ] = False,
+    example: Annotated[
+        bool,
+        typer.Option("--example", help="Print a configuration file with every key, commented."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Print the effective configuration and where each value came from (secrets masked)."""
+    from app.configuration import environment
+    from app.configuration_report import (
+        effective_configuration,
+        example_toml,
+        markdown_table,
+        render_configuration,
+    )
+    from app.settings import Settings
+
+    if markdown or example:
+        sys.stdout.write(markdown_table() if markdown else example_toml())
+        return
+    settings = Settings()
+    path, rows = effective_configuration(settings, environment())
+    if as_json:
+        doc = {
+            "file": str(path) if path else None,
+            "settings": [
+                {"variable": r.variable, "value": r.value, "source": r.source} for r in rows
+            ],
+        }
+        typer.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+        return
+    typer.echo(render_configuration(path, rows, settings))
 
 
 @app.command()

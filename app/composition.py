@@ -38,11 +38,13 @@ from app.providers import (
     Wire,
 )
 from app.providers.http import CONNECT_TIMEOUT_SECONDS
+from app.providers.model_lists import LiteLLMModelInfo, OpenAIModelList
 from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.inspector.logins import InspectorLogins
+from app.services.model_catalog import ModelCatalog, ModelListSource, UpstreamModelWindows
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.proxy_stage import (
     MessagesHandler,
@@ -104,10 +106,9 @@ def http_summarizer_config(settings: Settings) -> HttpSummarizerConfig:
         )
     base_url = (settings.summarizer_base_url or spec.default_base_url or "").strip().rstrip("/")
     if not base_url:
-        example = "https://RESOURCE.openai.azure.com" if spec.deployments else "http://HOST/v1"
         raise SummarizerConfigError(
             f"COMPACTOR_SUMMARIZER={name} needs to know where the server is: set "
-            f"COMPACTOR_SUMMARIZER_BASE_URL (for example {example})"
+            f"COMPACTOR_SUMMARIZER_BASE_URL (for example {spec.base_url_example})"
         )
     url = httpx.URL(base_url)
     if url.scheme not in ("http", "https") or not url.host:
@@ -136,7 +137,17 @@ def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
         http_summarizer_config(settings)
     keys = parse_api_keys(settings.api_key_spec())
     check_metrics_key(settings.metrics_key_value(), keys)
-    load_registry(settings.models_file, settings.fallback_context_window)
+    model_registry(settings)
+
+
+def model_registry(settings: Settings) -> ModelRegistry:
+    """The registry with the operator's extra file, aliases and per-model policies."""
+    return load_registry(
+        settings.models_file,
+        settings.fallback_context_window,
+        aliases=settings.model_aliases,
+        policies=settings.model_policies(),
+    )
 
 
 def outbound_client(settings: Settings) -> httpx.AsyncClient:
@@ -167,7 +178,7 @@ def build_summarizer(
             f"the {config.provider.name} summarizer needs an open HTTP client "
             "(the app lifespan or `running_state` opens it)"
         )
-    registry = models or load_registry(settings.models_file, settings.fallback_context_window)
+    registry = models or model_registry(settings)
     entry = registry.resolve(config.model)
     if entry.context_window is None:
         # An unregistered model (a local Ollama name, say) still has a window: assume the
@@ -202,15 +213,16 @@ def build_state(
     """
     tokenizers = tokenizers or TokenizerRegistry()
     observed = metrics or Metrics()
-    models = load_registry(settings.models_file, settings.fallback_context_window)
+    models = model_registry(settings)
     if summarizer is None:
         retries = observed.summarizer_retries
         name = settings.summarizer
         summarizer = build_summarizer(
             settings, outbound, models, on_retry=lambda reason: retries.labels(name, reason).inc()
         )
+    catalog = ModelCatalog(models)
     estimation = EstimationService(
-        tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
+        tokenizers, catalog, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
     marker = SummaryMarker(foreign_patterns=(*FOREIGN_SUMMARY_PATTERNS, *settings.summary_patterns))
     compaction = CompactionService(
@@ -230,7 +242,7 @@ def build_state(
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
-        models=models,
+        models=catalog,
         estimation=estimation,
         compaction=compaction,
         close_store=db.dispose,
@@ -292,6 +304,8 @@ async def running_state(
                 "them valid (`compactor keygen` makes one)"
             )
         await open_proxy(state, stack)
+        if settings.models_from_upstream:
+            await read_upstream_models(state, stack)
         state.ready = True
         try:
             yield state
@@ -314,6 +328,7 @@ async def running_summarizer(
 async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
     """Opens the shared upstream client (closed with `stack`) and sets `state.proxy`."""
     settings = state.settings
+    log_upstreams(settings)
     client = await stack.enter_async_context(
         upstream_http_client(
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
@@ -321,9 +336,11 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
     )
     state.proxy = ProxyService(
         upstream=client,
+        # Normalized once (app.settings): either form of each variable, with or without
+        # `/v1`, gives the URL the proxy appends its API paths to.
         upstream_urls={
-            Upstream.OPENAI: settings.upstream_openai_url,
-            Upstream.ANTHROPIC: settings.upstream_anthropic_url,
+            Upstream.OPENAI: settings.upstream_openai_base,
+            Upstream.ANTHROPIC: settings.upstream_anthropic_root,
         },
         stages=proxy_stages(state),
         observer=state.metrics,
@@ -357,3 +374,72 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         SessionStage(SessionBinding(state.sessions)),
         TransparentStage(compactor),
     ]
+
+
+def log_upstreams(settings: Settings) -> None:
+    """One line per configured upstream: where its routes go, after normalization."""
+    startup = logging.getLogger("compactor.startup")
+    routes = (
+        ("COMPACTOR_UPSTREAM_OPENAI_URL", settings.upstream_openai_base, "/chat/completions"),
+        ("COMPACTOR_UPSTREAM_ANTHROPIC_URL", settings.upstream_anthropic_root, "/v1/messages"),
+    )
+    for variable, base, example in routes:
+        if base is not None:
+            where = httpx.URL(base + example).copy_with(userinfo=b"", query=None)
+            startup.info(
+                "proxy upstream from %s: requests go to %s and the like",
+                variable,
+                where,
+                extra={"variable": variable, "upstream": str(where)},
+            )
+
+
+# The start waits this long for the first read of the upstreams' model lists; the read
+# goes on in the background if it takes longer.
+MODEL_LIST_START_WAIT_SECONDS = 5.0
+
+
+def model_list_sources(settings: Settings, client: httpx.AsyncClient) -> list[ModelListSource]:
+    """The model lists of the configured upstreams (each root once)."""
+    key = settings.upstream_models_api_key
+    secret = key.get_secret_value() if key else None
+    sources: list[ModelListSource] = []
+    roots: list[str] = []
+    bases = [
+        (settings.upstream_openai_root, settings.upstream_openai_base),
+        (settings.upstream_anthropic_root, (settings.upstream_anthropic_root or "") + "/v1"),
+    ]
+    for root, base in bases:
+        if root is None or base is None or root in roots:
+            continue
+        roots.append(root)
+        sources.append(OpenAIModelList(client, base + "/models", secret))
+        sources.append(LiteLLMModelInfo(client, root + "/model/info", secret))
+    return sources
+
+
+async def read_upstream_models(state: AppState, stack: AsyncExitStack) -> None:
+    """Reads the upstreams' model lists now (bounded wait) and again every
+    `models_refresh_seconds` in the background, until `stack` closes."""
+    settings = state.settings
+    client = await stack.enter_async_context(
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, connect=settings.upstream_connect_timeout_seconds),
+            follow_redirects=False,
+            headers={"user-agent": f"context-compactor/{__version__}"},
+        )
+    )
+    sources = model_list_sources(settings, client)
+    if not sources:
+        logging.getLogger("compactor.startup").warning(
+            "COMPACTOR_MODELS_FROM_UPSTREAM is set but no upstream URL is configured"
+        )
+        return
+    windows = UpstreamModelWindows(state.models, sources, settings.models_refresh_seconds)
+    state.model_windows = windows
+    first_read = anyio.Event()
+    tasks = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(tasks.cancel_scope.cancel)
+    tasks.start_soon(windows.run, first_read)
+    with anyio.move_on_after(MODEL_LIST_START_WAIT_SECONDS):
+        await first_read.wait()

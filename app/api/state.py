@@ -14,10 +14,10 @@ from typing import TypedDict
 import httpx
 
 from app.api.metrics import Metrics
-from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
 from app.services.inspector.logins import InspectorLogins
+from app.services.model_catalog import ModelCatalog, UpstreamModelWindows
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
 from app.services.proxy.service import ProxyService
@@ -33,7 +33,8 @@ from app.tokenizers.bpe import TokenizerRegistry
 class AppState:
     settings: Settings
     tokenizers: TokenizerRegistry
-    models: ModelRegistry
+    # The registry with the operator's aliases and policies, and the upstream's windows.
+    models: ModelCatalog
     estimation: EstimationService
     compaction: CompactionService
     # Closes the database pool at shutdown (the API never touches the database itself).
@@ -57,6 +58,8 @@ class AppState:
     ready: bool = False
     # Proxy mode (SPEC §10): built in `running_state` around the shared upstream client.
     proxy: ProxyService | None = None
+    # Refreshes `models` from the upstreams' model lists (COMPACTOR_MODELS_FROM_UPSTREAM).
+    model_windows: UpstreamModelWindows | None = None
 
 
 class LifespanState(TypedDict):

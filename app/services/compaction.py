@@ -63,6 +63,12 @@ class CompactionOutcome:
         return self.counted.estimate.tokens
 
 
+def strategy_for(asked: str | None, counted: CountedHistory) -> str:
+    """The strategy asked for, else the model's configured one (COMPACTOR_CONFIG), else
+    summarize."""
+    return asked or counted.choice.model.policy.strategy or SUMMARIZE
+
+
 class CompactionObserver(Protocol):
     """Told about every compaction attempt (metrics live behind this)."""
 
@@ -151,6 +157,7 @@ class CompactionService:
         counted: CountedHistory | None,
     ) -> CompactionOutcome:
         counted = await _off_loop(self.estimation.parsed, history, counted)
+        options = replace(options, strategy=strategy_for(options.strategy, counted))
         if options.strategy == SUMMARIZE:
             return await self._summarize_if_due(history, counted, options, caller_gone)
         return await self._clear_first(history, counted, options, caller_gone)
@@ -207,7 +214,7 @@ class CompactionService:
         self, counted: CountedHistory, options: CompactOptions, reason: str | None
     ) -> CompactionOutcome:
         return CompactionOutcome(
-            counted=counted, compacted=False, reason=reason, strategy=options.strategy
+            counted=counted, compacted=False, reason=reason, strategy=options.strategy or SUMMARIZE
         )
 
     def _cleared(
@@ -221,7 +228,7 @@ class CompactionService:
             compacted=True,
             messages=list(cleared.history.messages),
             tokens_after=tokens_after,
-            strategy=options.strategy,
+            strategy=options.strategy or SUMMARIZE,
             applied=(CLEAR_TOOL_RESULTS,),
             cleared=cleared.plan.cleared,
         )
@@ -285,7 +292,7 @@ class CompactionService:
             messages=new_messages,
             tokens_after=tokens_after,
             summarizer=self.summarizer,
-            strategy=options.strategy,
+            strategy=options.strategy or SUMMARIZE,
             applied=(SUMMARIZE,),
             finished=finished,
             after=after,

@@ -6,13 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 from operator import or_
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import orjson
 
 from app.engine.compaction.thresholds import (
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
+    DEFAULT_TRIGGER_RATIO,
     CompactionSettings,
     compaction_threshold,
     should_compact,
@@ -30,7 +31,8 @@ from app.engine.counting.count_cache import TokenCountCache
 from app.engine.counting.estimate import ContextEstimate, estimate_context
 from app.engine.errors import InvalidHistoryError
 from app.engine.messages import Conversation, Message
-from app.engine.models import ModelInfo, ModelRegistry
+from app.engine.model_policy import ModelPolicy
+from app.engine.models import ModelInfo, ModelLookup, WindowSource
 from app.engine.ports import Tokenizer
 from app.engine.tools import ToolSet
 from app.formats.protocol import WireFormat
@@ -40,6 +42,7 @@ from app.services.history import HistoryInput
 from app.services.json_bytes import json_bytes
 from app.tokenizers.bpe import TokenizerRegistry
 
+_T = TypeVar("_T")
 TOKENIZER_CHOICES = ("auto", "o200k_base", "cl100k_base", "chars/4")
 
 
@@ -83,18 +86,27 @@ class CountedHistory:
     estimated: Estimated = Estimated.NONE
     # `content_digest` of each message (in-process keys, e.g. for memoized prefix hashes).
     message_digests: Sequence[tuple[int, int]] = ()
+    # Where `settings.context_window` came from (the request, the config, the registry...).
+    context_window_source: WindowSource = WindowSource.REGISTRY
 
     @property
     def exact(self) -> bool:
-        """True when every part was counted by a published or API-confirmed rule."""
-        return self.choice.exact and not self.estimated
+        """True when every part was counted by a published or API-confirmed rule (a
+        usage-anchored total is not: it adds counts to the provider's report)."""
+        return self.choice.exact and not self.estimated and self.estimate.anchor is None
 
     @property
     def estimated_parts(self) -> tuple[str, ...]:
-        """What was estimated: `tokenizer` / `framing` (the whole count is approximate)
-        and the parts counted by a guess."""
+        """What was estimated: `tokenizer` / `framing` (the whole count is approximate),
+        the parts counted by a guess, and `usage_anchor` for a usage-anchored total."""
         reason = self.choice.approximation
-        return ((reason,) if reason else ()) + self.estimated.names
+        anchored = ("usage_anchor",) if self.estimate.anchor is not None else ()
+        return ((reason,) if reason else ()) + self.estimated.names + anchored
+
+    @property
+    def model_known(self) -> bool:
+        """False when nothing (registry, alias, config, upstream) knows the model name."""
+        return self.choice.model.known
 
     @property
     def threshold(self) -> int:
@@ -139,7 +151,7 @@ class EstimationService:
     def __init__(
         self,
         tokenizers: TokenizerRegistry,
-        models: ModelRegistry,
+        models: ModelLookup,
         cache: TokenCountCache,
         image_tokens: int,
     ) -> None:
@@ -168,27 +180,31 @@ class EstimationService:
         rules = CountingRules(
             dialect=dialect,
             tools_rendering=info.tools_rendering,
+            tools_upper_bounds=info.tools_upper_bounds,
             image_rule=info.image_rule,
             image_tokens=self.image_tokens,
             token_factor=factor,
         )
         return TokenizerChoice(tokenizer=tokenizer, model=info, exact=exact, rules=rules)
 
+    def policy_for(self, model: str | None) -> ModelPolicy:
+        """The operator's policy for `model` (COMPACTOR_CONFIG), empty when none applies."""
+        return self.models.resolve(model).policy
+
     def settings_for(self, history: HistoryInput, info: ModelInfo) -> CompactionSettings:
+        """The request's settings, else the model's policy, else the service defaults."""
+        policy = info.policy
         return CompactionSettings(
             context_window=history.context_window or info.context_window,
-            reserve_tokens=(
-                history.reserve_tokens
-                if history.reserve_tokens is not None
-                else DEFAULT_RESERVE_TOKENS
+            reserve_tokens=_first(
+                history.reserve_tokens, policy.reserve_tokens, DEFAULT_RESERVE_TOKENS
             ),
             trigger_tokens=history.trigger_tokens,
-            keep_recent_tokens=(
-                history.keep_recent_tokens
-                if history.keep_recent_tokens is not None
-                else DEFAULT_KEEP_RECENT_TOKENS
+            keep_recent_tokens=_first(
+                history.keep_recent_tokens, policy.keep_recent_tokens, DEFAULT_KEEP_RECENT_TOKENS
             ),
             fallback_window=self.models.fallback_window,
+            trigger_ratio=_first(policy.trigger_ratio, DEFAULT_TRIGGER_RATIO),
         )
 
     def count(self, history: HistoryInput, *, parse_all: bool = False) -> CountedHistory:
@@ -247,6 +263,9 @@ class EstimationService:
             conversation=conversation,
             estimated=estimated,
             message_digests=digests,
+            context_window_source=(
+                WindowSource.REQUEST if history.context_window else choice.model.window_source
+            ),
         )
 
     def resettled(self, history: HistoryInput, counted: CountedHistory) -> CountedHistory:
@@ -368,6 +387,11 @@ class EstimationService:
             cached = compute()
             self.cache.put(key, cached)
         return cached
+
+
+def _first(*values: _T | None) -> _T:
+    """The first value that is set (the last one always is)."""
+    return next(v for v in values if v is not None)
 
 
 def _pack(tokens: int, estimated: Estimated) -> int:

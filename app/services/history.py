@@ -40,8 +40,9 @@ class CompactOptions:
     thinking: ThinkingLevel | None = None
     # Why this compaction runs: request (stateless /compact), auto, manual, overflow.
     trigger: str = "request"
-    # summarize | clear_tool_results | auto (clear first, summarize if still over).
-    strategy: str = "summarize"
+    # summarize | clear_tool_results | auto (clear first, summarize if still over); None:
+    # the model's configured strategy (COMPACTOR_CONFIG), else summarize.
+    strategy: str | None = "summarize"
     clear: ClearSettings = field(default_factory=ClearSettings)
     # Facts the caller wants in every summary, verbatim.
     pinned: tuple[str, ...] = ()

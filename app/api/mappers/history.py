@@ -60,9 +60,10 @@ def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOu
     return EstimateOut(
         tokens=estimate.tokens,
         method=f"usage+{method}" if estimate.anchor is not None else method,
-        exact=counted.exact and estimate.anchor is None,
+        exact=counted.exact,
         encoding=counted.choice.tokenizer.name,
         model=counted.choice.model.name or None,
+        model_known=counted.model_known,
         breakdown=Breakdown(
             system=estimate.system,
             tools=estimate.tools,
@@ -71,6 +72,7 @@ def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOu
         ),
         per_message=list(estimate.per_message),
         context_window=counted.settings.effective_window,
+        context_window_source=counted.context_window_source.value,
         reserve_tokens=counted.settings.reserve_tokens,
         threshold=counted.threshold,
         should_compact=counted.should_compact,
@@ -87,7 +89,10 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
         "tools": body.tools,
         "tokens_before": outcome.tokens_before,
         "threshold": counted.threshold,
-        "strategy": body.strategy,
+        "context_window": counted.settings.effective_window,
+        "context_window_source": counted.context_window_source.value,
+        "model_known": counted.model_known,
+        "strategy": outcome.strategy,
     }
     if not outcome.compacted:
         return CompactOut(

@@ -30,6 +30,16 @@ from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
 Format = Literal["openai", "anthropic", "responses"]
+WindowSourceName = Literal["request", "config", "upstream", "registry", "alias", "fallback"]
+MODEL_KNOWN_DESCRIPTION = (
+    "False when nothing knows the model name (registry, alias, the service's configuration "
+    "or the upstream's model list): the window is then the request's or the fallback one."
+)
+WINDOW_SOURCE_DESCRIPTION = (
+    "Where context_window came from: request, config (the operator's per-model policy), "
+    "upstream (the upstream's model list), registry, alias (the registry, through an alias "
+    "or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW)."
+)
 TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 # Text stored in PostgreSQL columns cannot hold a NUL character.
 NO_NUL = r"^[^\x00]*$"
@@ -109,7 +119,11 @@ class CompactIn(HistoryIn, CompactionSettingsIn):
 
     force: bool = Field(default=False, description="Compact even under the threshold.")
     instructions: str | None = Field(default=None, max_length=20_000)
-    strategy: Strategy = Field(default="summarize", description=STRATEGY_DESCRIPTION)
+    strategy: Strategy | None = Field(
+        default=None,
+        description=STRATEGY_DESCRIPTION
+        + " Default: the model's configured strategy (COMPACTOR_CONFIG), else summarize.",
+    )
     clear: ClearIn = Field(default_factory=ClearIn)
     pinned: list[PinnedText] = Field(
         default_factory=list, max_length=200, description=PINNED_DESCRIPTION
@@ -172,8 +186,9 @@ class Breakdown(BaseModel):
         description=(
             "Parts counted by a guess, not a published or API-confirmed rule: tokenizer "
             "(an approximate encoding for this model), framing (the wire format's framing "
-            "is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. "
-            "Empty when `exact` is true (and the estimate is not usage-anchored)."
+            "is unpublished), images, tool_calls, tool_results, thinking, blocks, tools, "
+            "usage_anchor (the total adds counts to a provider usage report). Empty "
+            "exactly when `exact` is true."
         ),
     )
 
@@ -186,9 +201,11 @@ class EstimateOut(BaseModel):
     exact: bool
     encoding: str
     model: str | None
+    model_known: bool = Field(description=MODEL_KNOWN_DESCRIPTION)
     breakdown: Breakdown
     per_message: list[int]
     context_window: int
+    context_window_source: WindowSourceName = Field(description=WINDOW_SOURCE_DESCRIPTION)
     reserve_tokens: int
     threshold: int
     should_compact: bool
@@ -222,6 +239,9 @@ class CompactOut(BaseModel):
     tokens_before: int
     tokens_after: int
     threshold: int
+    context_window: int
+    context_window_source: WindowSourceName = Field(description=WINDOW_SOURCE_DESCRIPTION)
+    model_known: bool = Field(description=MODEL_KNOWN_DESCRIPTION)
     estimate_floor: int
     summarizer: SummarizerOut | None = None
     strategy: Strategy = "summarize"

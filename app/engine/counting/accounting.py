@@ -112,6 +112,9 @@ class CountingRules:
 
     dialect: CountingDialect
     tools_rendering: ToolsRendering = DEFAULT_RENDERING
+    # Other layouts the model might use: where its own is not confirmed for a request's
+    # tools, the largest of their counts is taken, so an unconfirmed count is never under.
+    tools_upper_bounds: tuple[ToolsRendering, ...] = ()
     # The model family's image formula; None: the dialect's fallback, reported estimated.
     image_rule: ImageCostRule | None = None
     image_tokens: int = DEFAULT_IMAGE_TOKENS
@@ -124,7 +127,7 @@ class CountingRules:
         # the key again (a tuple of dataclasses would rehash each field every time).
         key = (
             f"{self.dialect.name}|{self.tools_rendering!r}|{self.image_rule!r}"
-            f"|{self.image_tokens}|{self.token_factor!r}",
+            f"|{self.image_tokens}|{self.token_factor!r}|{self.tools_upper_bounds!r}",
         )
         object.__setattr__(self, "cache_key", key)
 
@@ -222,7 +225,14 @@ def count_tools(
         cost = count_function_tools(
             tools, tokenizer, rules.tools_rendering, system_text=system_text
         )
-        return ToolsCost(tokens=rules.scaled(cost.tokens), exact=cost.exact)
+        tokens = cost.tokens
+        if not cost.exact:
+            # The model's layout is not confirmed for these tools: count under every
+            # layout known and keep the largest, so the guess is never below the truth.
+            for layout in rules.tools_upper_bounds:
+                other = count_function_tools(tools, tokenizer, layout, system_text=system_text)
+                tokens = max(tokens, other.tokens)
+        return ToolsCost(tokens=rules.scaled(tokens), exact=cost.exact)
     tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(
         tokenizer.count(_compact_json(t.raw)) for t in tools.definitions
     )

@@ -21,7 +21,7 @@ from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.clearing import clearing_due
-from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.compaction import CompactionOutcome, CompactionService, strategy_for
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions
 from app.services.sessions.context import ForwardedPrompt, SessionContext, build_context
@@ -121,7 +121,8 @@ class SessionCompactor:
         view = await _in_thread(self.context, tenant, session_id, prompt)
         session = view.context.session
         settings = session.settings
-        clearing = clearing_due(view.counted, settings.effective_strategy, settings.effective_clear)
+        strategy = strategy_for(settings.strategy, view.counted)
+        clearing = clearing_due(view.counted, strategy, settings.effective_clear)
         if not view.counted.should_compact and not clearing:
             return CompactResult(compacted=False, record=None, view=view, reason="under threshold")
         entry_count = session.entry_count
@@ -190,7 +191,7 @@ class SessionCompactor:
             trigger=trigger,
             instructions=instructions,
             thinking=thinking or settings.thinking,
-            strategy=strategy or settings.effective_strategy,
+            strategy=strategy or settings.strategy,
             clear=settings.effective_clear,
             pinned=settings.pinned,
         )

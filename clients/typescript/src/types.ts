@@ -15,7 +15,7 @@ export interface AppendOut {
 }
 
 export interface Breakdown {
-  /** Parts counted by a guess, not a published or API-confirmed rule: tokenizer (an approximate encoding for this model), framing (the wire format's framing is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. Empty when `exact` is true (and the estimate is not usage-anchored). */
+  /** Parts counted by a guess, not a published or API-confirmed rule: tokenizer (an approximate encoding for this model), framing (the wire format's framing is unpublished), images, tool_calls, tool_results, thinking, blocks, tools, usage_anchor (the total adds counts to a provider usage report). Empty exactly when `exact` is true. */
   estimated?: string[];
   messages: number;
   system: number;
@@ -73,8 +73,8 @@ export interface CompactIn {
   /** Facts every summary must keep verbatim (added back if the summarizer dropped them). */
   pinned?: string[];
   reserve_tokens?: number | null;
-  /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
-  strategy?: "summarize" | "clear_tool_results" | "auto";
+  /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. Default: the model's configured strategy (COMPACTOR_CONFIG), else summarize. */
+  strategy?: "summarize" | "clear_tool_results" | "auto" | null;
   /** Top-level system prompt (Anthropic style). */
   system?: string | Record<string, unknown>[] | null;
   /** Thinking level the summarizer starts at. */
@@ -94,12 +94,17 @@ export interface CompactOut {
   applied?: Array<"clear_tool_results" | "summarize">;
   cleared_tool_uses?: ClearedToolUseOut[];
   compacted: boolean;
+  context_window: number;
+  /** Where context_window came from: request, config (the operator's per-model policy), upstream (the upstream's model list), registry, alias (the registry, through an alias or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW). */
+  context_window_source: "request" | "config" | "upstream" | "registry" | "alias" | "fallback";
   /** The request of the turn the cut fell inside, quoted in the summary. */
   current_request?: string | null;
   cut_index?: number | null;
   estimate_floor: number;
   format: "openai" | "anthropic" | "responses";
   messages: Record<string, unknown>[];
+  /** False when nothing knows the model name (registry, alias, the service's configuration or the upstream's model list): the window is then the request's or the fallback one. */
+  model_known: boolean;
   reason?: string | null;
   /** Pinned facts the summarizer left out, added back into the summary. */
   restored_facts?: RestoredFactOut[];
@@ -182,12 +187,16 @@ export interface EstimateIn {
 export interface EstimateOut {
   breakdown: Breakdown;
   context_window: number;
+  /** Where context_window came from: request, config (the operator's per-model policy), upstream (the upstream's model list), registry, alias (the registry, through an alias or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW). */
+  context_window_source: "request" | "config" | "upstream" | "registry" | "alias" | "fallback";
   encoding: string;
   estimate_floor?: number;
   exact: boolean;
   /** tokenizer | heuristic, prefixed usage+ when anchored. */
   method: string;
   model: string | null;
+  /** False when nothing knows the model name (registry, alias, the service's configuration or the upstream's model list): the window is then the request's or the fallback one. */
+  model_known: boolean;
   per_message: number[];
   reserve_tokens: number;
   should_compact: boolean;

@@ -16,12 +16,14 @@ from context_compactor._types import (
     SOURCE_KINDS,
     STRATEGIES,
     THINKING_LEVELS,
+    WINDOW_SOURCES,
     AppliedStep,
     FactKind,
     Format,
     SourceKind,
     Strategy,
     ThinkingLevel,
+    WindowSource,
 )
 
 Message = dict[str, Any]
@@ -93,9 +95,13 @@ class Estimate:
     exact: bool
     encoding: str
     model: str | None
+    model_known: bool
+    """False when nothing knows the model name: the window is the request's or the fallback."""
     breakdown: Breakdown
     per_message: list[int]
     context_window: int
+    context_window_source: WindowSource
+    """Where the window came from: request, config, upstream, registry, alias, fallback."""
     reserve_tokens: int
     threshold: int
     should_compact: bool
@@ -111,9 +117,13 @@ class Estimate:
             exact=f.flag(raw, "exact"),
             encoding=f.text(raw, "encoding"),
             model=f.opt_text(raw, "model"),
+            model_known=f.flag_or(raw, "model_known", True),
             breakdown=Breakdown.parse(f.obj(raw, "breakdown")),
             per_message=f.integers(raw, "per_message"),
             context_window=f.integer(raw, "context_window"),
+            context_window_source=f.one_of_or(
+                raw, "context_window_source", WINDOW_SOURCES, "registry"
+            ),
             reserve_tokens=f.integer(raw, "reserve_tokens"),
             threshold=f.integer(raw, "threshold"),
             should_compact=f.flag(raw, "should_compact"),
@@ -208,6 +218,9 @@ class CompactResult:
     tokens_before: int
     tokens_after: int
     threshold: int
+    context_window: int | None
+    context_window_source: WindowSource | None
+    model_known: bool
     estimate_floor: int
     summarizer: SummarizerInfo | None
     strategy: Strategy
@@ -235,6 +248,9 @@ class CompactResult:
             tokens_before=f.integer(raw, "tokens_before"),
             tokens_after=f.integer(raw, "tokens_after"),
             threshold=f.integer(raw, "threshold"),
+            context_window=f.opt_integer(raw, "context_window"),
+            context_window_source=f.opt_one_of(raw, "context_window_source", WINDOW_SOURCES),
+            model_known=f.flag_or(raw, "model_known", True),
             estimate_floor=f.integer(raw, "estimate_floor"),
             summarizer=None if summarizer is None else SummarizerInfo.parse(summarizer),
             strategy=f.one_of_or(raw, "strategy", STRATEGIES, "summarize"),

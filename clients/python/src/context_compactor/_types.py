@@ -10,6 +10,7 @@ TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 CompactReason = Literal["manual", "overflow"]
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
+WindowSource = Literal["request", "config", "upstream", "registry", "alias", "fallback"]
 Trigger = Literal["auto", "manual", "overflow"]
 FactKind = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
 SourceKind = Literal[
@@ -20,6 +21,14 @@ FORMATS: tuple[Format, ...] = ("openai", "anthropic", "responses")
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high")
 STRATEGIES: tuple[Strategy, ...] = ("summarize", "clear_tool_results", "auto")
 APPLIED_STEPS: tuple[AppliedStep, ...] = ("clear_tool_results", "summarize")
+WINDOW_SOURCES: tuple[WindowSource, ...] = (
+    "request",
+    "config",
+    "upstream",
+    "registry",
+    "alias",
+    "fallback",
+)
 TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow")
 FACT_KINDS: tuple[FactKind, ...] = ("constraint", "pinned", "file_read", "file_modified", "error")
 SOURCE_KINDS: tuple[SourceKind, ...] = (
