@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import anyio
 import httpx
@@ -51,6 +52,8 @@ from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
 from app.store.migrate import schema_problem, upgrade
+from app.store.summaries import SqlSummaryStore
+from app.store.transactions import SessionDatabase
 from app.tokenizers.bpe import TokenizerRegistry
 
 # The model half of a summarizer, by the wire its provider speaks.
@@ -208,8 +211,9 @@ def build_state(
         marker=marker,
         observer=observed,
     )
-    db = create_db_engine(settings.database_url)
+    db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
+    retention = timedelta(hours=settings.idempotency_retention_hours)
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
@@ -217,13 +221,19 @@ def build_state(
         estimation=estimation,
         compaction=compaction,
         close_store=db.dispose,
-        sessions=SessionService(store, estimation, compaction, marker=marker),
+        sessions=SessionService(
+            SessionDatabase(store),
+            estimation,
+            compaction,
+            marker=marker,
+            idempotency_retention=retention,
+        ),
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),
         api_keys=parse_api_keys(settings.api_key_spec()),
         metrics=observed,
-        summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
+        summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
         native=build_native_services(estimation, compaction, settings.state_key_bytes()),
         outbound=outbound,
     )

@@ -18,6 +18,14 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="COMPACTOR_", extra="ignore")
 
     database_url: str = "sqlite:///./data/compactor.db"
+    # SQLite only. FULL syncs the write-ahead log on every commit, so an acknowledged
+    # append survives a power loss; NORMAL syncs only at checkpoints (faster, but the
+    # last acknowledged appends can be lost on power loss, not on a crash of the
+    # service). PostgreSQL's own synchronous_commit decides there.
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # How long an append's Idempotency-Key is kept: a retry within it appends nothing,
+    # after it the same batch appends again. Expired keys are deleted as appends go.
+    idempotency_retention_hours: float = Field(default=24.0, gt=0)
     # Apply pending migrations when the app starts; defaults to yes for the embedded SQLite
     # file and no for PostgreSQL, where `compactor migrate` runs once per deployment.
     auto_migrate: bool | None = None

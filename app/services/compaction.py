@@ -19,6 +19,7 @@ from app.engine.compaction.orchestration import (
     plan_compaction,
     summarize_plan,
 )
+from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep, StrategyName
 from app.engine.compaction.thresholds import summary_output_budget
 from app.engine.errors import (
     CallerGoneError,
@@ -28,13 +29,12 @@ from app.engine.errors import (
 )
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
-from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
+from app.services.clearing import ClearedHistory, clear_history
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.strategies.registry import STRATEGIES
 
 T = TypeVar("T")
-SUMMARIZE = "summarize"
-CLEAR_TOOL_RESULTS = "clear_tool_results"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +50,12 @@ class CompactionOutcome:
     tokens_after: int | None = None
     summarizer: Summarizer | None = None
     # The strategy asked for, and the steps it applied: clear_tool_results, summarize.
-    strategy: str = SUMMARIZE
-    applied: tuple[str, ...] = ()
+    strategy: StrategyName = DEFAULT_STRATEGY
+    applied: tuple[CompactionStep, ...] = ()
     finished: FinishedSummary | None = None
     cleared: tuple[ClearedToolUse, ...] = ()
+    # The count of `messages` (no usage anchor: the reports measured the old history).
+    counted_after: CountedHistory | None = None
 
     @property
     def tokens_before(self) -> int:
@@ -107,11 +109,15 @@ class CompactionService:
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone = lambda: False,
+        counted: CountedHistory | None = None,
     ) -> CompactionOutcome:
-        """Compacts when over the threshold (or forced); never returns a partial result."""
+        """Compacts when over the threshold (or forced); never returns a partial result.
+
+        `counted` is `history` already counted (the caller decided on it): not counted
+        again."""
         provider = self.summarizer.info.provider
         try:
-            outcome = await self._compact(history, options, caller_gone)
+            outcome = await self._compact(history, options, caller_gone, counted)
         except SummarizerError as exc:
             self.observer.summarizer_failed(provider, type(exc).__name__)
             self.observer.summarizer_attempts(provider, 1, ok=False)
@@ -142,70 +148,46 @@ class CompactionService:
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone,
+        counted: CountedHistory | None,
     ) -> CompactionOutcome:
-        counted = await _off_loop(self.estimation.count, history, parse_all=True)
-        if options.strategy == SUMMARIZE:
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        return await self._clear_first(history, counted, options, caller_gone)
+        if counted is None:
+            counted = await _off_loop(self.estimation.count, history, parse_all=True)
+        elif counted.conversation is None:
+            # Planning and clearing read the normalized messages; the counts stay.
+            counted = await _off_loop(self.estimation.parsed, history, counted)
+        strategy = STRATEGIES.get(options.strategy)
+        return await strategy.compact(self, history, counted, options, caller_gone)
 
-    async def _summarize_if_due(
+    async def summarize_if_due(
         self,
         history: HistoryInput,
         counted: CountedHistory,
         options: CompactOptions,
         caller_gone: CallerGone,
     ) -> CompactionOutcome:
+        """Summarizes when over the threshold (or forced); else not compacted."""
         if not options.force and not counted.should_compact:
-            return self._not_compacted(counted, options, _under_threshold(counted))
-        return await self._summarize(history, counted, counted, options, caller_gone)
+            return self.not_compacted(counted, options, _under_threshold(counted))
+        return await self.summarize(history, counted, counted, options, caller_gone)
 
-    async def _clear_first(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """clear_tool_results; and auto: clear first, summarize only if still over."""
-        trigger = clearing_trigger(counted, options.clear)
-        clears_only = options.strategy == CLEAR_TOOL_RESULTS
-        if not options.force and counted.estimate.tokens <= trigger:
-            if clears_only:
-                reason = (
-                    f"under the clearing trigger: {counted.estimate.tokens} tokens is not above "
-                    f"{trigger}; pass force=true to clear anyway"
-                )
-                return self._not_compacted(counted, options, reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        cleared = await _off_loop(clear_history, self.estimation, history, counted, options.clear)
-        if cleared.history is None or cleared.counted is None:
-            if clears_only:
-                return self._not_compacted(counted, options, cleared.plan.reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        outcome = self._cleared(counted, cleared, options)
-        if clears_only or not cleared.counted.should_compact:
-            return outcome
-        try:
-            summarized = await self._summarize(
-                cleared.history, cleared.counted, counted, options, caller_gone
-            )
-        except IneffectiveCompactionError:
-            summarized = outcome
-        if not summarized.compacted or summarized.plan is None:
-            # Clearing alone shrank the history, and a summary could not add to it.
-            return outcome
-        return replace(summarized, applied=(CLEAR_TOOL_RESULTS, SUMMARIZE), cleared=outcome.cleared)
+    async def clear(
+        self, history: HistoryInput, counted: CountedHistory, options: CompactOptions
+    ) -> ClearedHistory:
+        """Plans (and when it clears anything, applies and counts) tool-result clearing."""
+        return await _off_loop(clear_history, self.estimation, history, counted, options.clear)
 
-    def _not_compacted(
+    def not_compacted(
         self, counted: CountedHistory, options: CompactOptions, reason: str | None
     ) -> CompactionOutcome:
+        """The outcome that leaves the history as it is, and why."""
         return CompactionOutcome(
             counted=counted, compacted=False, reason=reason, strategy=options.strategy
         )
 
-    def _cleared(
+    def cleared(
         self, counted: CountedHistory, cleared: ClearedHistory, options: CompactOptions
     ) -> CompactionOutcome:
+        """The outcome of a clearing that cleared something (refused if it grew)."""
         assert cleared.history is not None and cleared.counted is not None
         tokens_after = cleared.counted.estimate.tokens
         _refuse_growth(counted, tokens_after, "clearing tool results")
@@ -215,11 +197,12 @@ class CompactionService:
             messages=list(cleared.history.messages),
             tokens_after=tokens_after,
             strategy=options.strategy,
-            applied=(CLEAR_TOOL_RESULTS,),
+            applied=(CompactionStep.CLEAR_TOOL_RESULTS,),
             cleared=cleared.plan.cleared,
+            counted_after=cleared.counted,
         )
 
-    async def _summarize(
+    async def summarize(
         self,
         history: HistoryInput,
         counted: CountedHistory,
@@ -240,10 +223,10 @@ class CompactionService:
                 self.marker,
             )
         except NothingToCompactError as exc:
-            return self._not_compacted(original, options, str(exc))
+            return self.not_compacted(original, options, str(exc))
         skip = options.skip_summary(plan) if options.skip_summary is not None else None
         if skip is not None:
-            return self._not_compacted(original, options, skip)
+            return self.not_compacted(original, options, skip)
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -262,12 +245,14 @@ class CompactionService:
         summary = replace(summary, summary=finished.text)
         summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
-        new_messages = [
-            *raws[: counted.inline_system_count],
-            summary_raw,
-            *raws[plan.cut_index :],
-        ]
-        tokens_after = await _off_loop(self.tokens_after, counted, plan, summary_raw)
+        inline = counted.inline_system_count
+        new_messages = [*raws[:inline], summary_raw, *raws[plan.cut_index :]]
+        # The kept messages keep their counts; only the summary is counted.
+        summary_message = counted.wire.parse_message(summary_raw, "summary")
+        after = await _off_loop(
+            self.estimation.replaced, counted, inline, plan.cut_index, [summary_message]
+        )
+        tokens_after = after.estimate.tokens
         _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
             counted=original,
@@ -278,8 +263,9 @@ class CompactionService:
             tokens_after=tokens_after,
             summarizer=self.summarizer,
             strategy=options.strategy,
-            applied=(SUMMARIZE,),
+            applied=(CompactionStep.SUMMARIZE,),
             finished=finished,
+            counted_after=after,
         )
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
@@ -287,20 +273,6 @@ class CompactionService:
         level = requested or self.default_thinking
         supported = self.summarizer.info.thinking_levels
         return clamp_level(level, supported) if supported else ThinkingLevel.OFF
-
-    def tokens_after(self, counted: CountedHistory, plan: CompactionPlan, summary_raw: Any) -> int:
-        """Estimate of the new history (no usage anchor: the old reports are stale)."""
-        summary_message = counted.wire.parse_message(summary_raw, "summary")
-        summary_tokens = self.estimation.count_new_messages([summary_message], counted.choice)[0]
-        per = counted.per_message
-        return (
-            counted.system_tokens
-            + sum(per[: counted.inline_system_count])
-            + counted.tools_tokens
-            + summary_tokens
-            + sum(per[plan.cut_index :])
-            + counted.reply_priming
-        )
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

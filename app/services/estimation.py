@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from operator import or_
 from typing import Any, cast
@@ -35,11 +35,12 @@ from app.engine.ports import Tokenizer
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
 from app.services.format_mismatch import mismatch_error
-from app.services.history import HistoryInput
+from app.services.history import AUTO_TOKENIZER, HistoryInput
 from app.services.json_bytes import json_bytes
-from app.tokenizers.bpe import TokenizerRegistry
+from app.tokenizers.bpe import TOKENIZER_NAMES, TokenizerRegistry
 
-TOKENIZER_CHOICES = ("auto", "o200k_base", "cl100k_base", "chars/4")
+# What a caller may ask for: the model's own encoding, or a tokenizer by name.
+TOKENIZER_CHOICES = (AUTO_TOKENIZER, *TOKENIZER_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,9 @@ class CountedHistory:
     estimated: Estimated = Estimated.NONE
     # `content_digest` of each message (in-process keys, e.g. for memoized prefix hashes).
     message_digests: Sequence[tuple[int, int]] = ()
+    # Each message's count and guessed-part flags in one int (see `_pack`): what lets a
+    # compacted history be counted from this count, its kept messages not counted again.
+    packed_counts: Sequence[int] = ()
 
     @property
     def exact(self) -> bool:
@@ -152,8 +156,8 @@ class EstimationService:
     ) -> TokenizerChoice:
         """The tokenizer for `choice` (`auto` → the model's encoding) and exactness."""
         info = self.models.resolve(model)
-        name = info.encoding if choice == "auto" else choice
-        if name not in TOKENIZER_CHOICES[1:]:
+        name = info.encoding if choice == AUTO_TOKENIZER else choice
+        if name not in TOKENIZER_NAMES:
             raise InvalidHistoryError(
                 f"tokenizer: unknown tokenizer {choice!r}; "
                 f"use one of {', '.join(TOKENIZER_CHOICES)}",
@@ -200,7 +204,7 @@ class EstimationService:
                 wire.parse(history.messages, history.system, history.tools) if parse_all else None
             )
             parsed = conversation.messages if conversation is not None else None
-            per_message, estimated, digests = self._count_messages(
+            per_message, estimated, digests, packed = self._count_messages(
                 history.messages, parsed, wire.parse_message, choice
             )
         except InvalidHistoryError as exc:
@@ -245,6 +249,54 @@ class EstimationService:
             conversation=conversation,
             estimated=estimated,
             message_digests=digests,
+            packed_counts=packed,
+        )
+
+    def parsed(self, history: HistoryInput, counted: CountedHistory) -> CountedHistory:
+        """`counted` (a count of `history`) with its messages normalized, for compaction
+        to plan on; the counts are not made again."""
+        if counted.conversation is not None:
+            return counted
+        conversation = counted.wire.parse(history.messages, history.system, history.tools)
+        return replace(counted, conversation=conversation)
+
+    def replaced(
+        self, counted: CountedHistory, start: int, stop: int, messages: Sequence[Message]
+    ) -> CountedHistory:
+        """The count of `counted`'s history with its messages [start:stop] replaced by the
+        normalized `messages` (a summary, say), from the counts already made: only the new
+        messages are counted. The usage reports measured the old history: no anchor.
+
+        `start` must not fall inside the leading inline system messages."""
+        assert start >= counted.inline_system_count and len(counted.packed_counts) == len(
+            counted.per_message
+        )
+        _, _, digests, packed = self._count_messages(
+            [m.raw for m in messages], messages, None, counted.choice
+        )
+        packed_after = [*counted.packed_counts[:start], *packed, *counted.packed_counts[stop:]]
+        per_message = [entry >> ESTIMATED_BITS for entry in packed_after]
+        flags = reduce(or_, packed_after, 0) & ((1 << ESTIMATED_BITS) - 1)
+        tools = counted.estimated & Estimated.TOOLS
+        estimate = estimate_context(
+            per_message,
+            inline_system_count=counted.inline_system_count,
+            top_level_system_tokens=counted.system_tokens,
+            tools_tokens=counted.tools_tokens,
+            reply_priming=counted.reply_priming,
+        )
+        return replace(
+            counted,
+            per_message=per_message,
+            estimate=estimate,
+            conversation=None,
+            estimated=Estimated(flags) | tools,
+            message_digests=[
+                *counted.message_digests[:start],
+                *digests,
+                *counted.message_digests[stop:],
+            ],
+            packed_counts=packed_after,
         )
 
     def _count_tools(
@@ -282,9 +334,9 @@ class EstimationService:
         parsed: Sequence[Message] | None,
         parse_one: Callable[[Any, str], Message] | None,
         choice: TokenizerChoice,
-    ) -> tuple[list[int], Estimated, list[tuple[int, int]]]:
-        """Per-message counts, the parts any message had to guess (both cached), and the
-        messages' digests."""
+    ) -> tuple[list[int], Estimated, list[tuple[int, int]], list[int]]:
+        """Per-message counts, the parts any message had to guess (both cached), the
+        messages' digests, and the packed count of each (count and flags)."""
         # One string tag (its hash computed once) and the digest, flat: every message's
         # lookup hashes its key again, and a nested tuple would rehash more.
         tag = f"{choice.tokenizer.name}|{choice.rules.cache_key[0]}"
@@ -316,7 +368,7 @@ class EstimationService:
         counts = [entry >> ESTIMATED_BITS for entry in filled]
         # The flags sit in the low bits: OR-ing whole entries ORs the flags.
         estimated = reduce(or_, filled, 0) & ((1 << ESTIMATED_BITS) - 1)
-        return counts, Estimated(estimated), digests
+        return counts, Estimated(estimated), digests, filled
 
     def _cached_count(self, value: Any, compute: Callable[[], int], choice: TokenizerChoice) -> int:
         if not value[1]:

@@ -118,7 +118,8 @@ class CompactionRow(Base):
 
 
 class IdempotencyKeyRow(Base):
-    """The answer given to an append with an `Idempotency-Key`, replayed on repeats."""
+    """The answer given to an append with an `Idempotency-Key`, replayed on repeats until
+    the key expires (COMPACTOR_IDEMPOTENCY_RETENTION_HOURS after `created_at`)."""
 
     __tablename__ = "idempotency_keys"
 
@@ -153,3 +154,5 @@ class SummaryCacheRow(Base):
 
 Index("ix_summary_cache_tenant_scope", SummaryCacheRow.tenant, SummaryCacheRow.scope_key)
 Index("ix_sessions_tenant_created", SessionRow.tenant, SessionRow.created_at)
+# Expired Idempotency-Keys are found (and deleted a batch at a time) by age.
+Index("ix_idempotency_keys_created_at", IdempotencyKeyRow.created_at)

@@ -18,6 +18,7 @@ from app.services.proxy.summary_cache import (
     scope_key,
 )
 from app.store.database import create_db_engine, session_factory
+from app.store.summaries import SqlSummaryStore
 
 HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(10)]
 
@@ -25,7 +26,7 @@ HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range
 @pytest.fixture
 def cache_factory(database_url: str) -> Iterator[Any]:
     engine = create_db_engine(database_url)
-    yield lambda bound: SummaryCache(session_factory(engine), bound)
+    yield lambda bound: SummaryCache(SqlSummaryStore(session_factory(engine), bound))
     engine.dispose()
 
 

@@ -7,6 +7,23 @@ from collections.abc import Iterable
 from app.api.schemas.strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
 from app.engine.clearing import ClearedToolUse, ClearSettings
 from app.engine.compaction.pinned import PinnedFact
+from app.engine.compaction.strategy import StrategyName
+
+
+def strategy_name(name: str | None) -> StrategyName | None:
+    """The strategy a request names (already one of the registered names), or None."""
+    return StrategyName(name) if name is not None else None
+
+
+def clear_in(clear: ClearSettings) -> ClearIn:
+    """The `clear` object of an answer, from engine clearing settings."""
+    return ClearIn(
+        trigger=clear.trigger,
+        keep=clear.keep,
+        clear_at_least=clear.clear_at_least,
+        exclude_tools=list(clear.exclude_tools),
+        clear_tool_inputs=clear.clear_tool_inputs,
+    )
 
 
 def clear_settings(clear: ClearIn) -> ClearSettings:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.limits import MAX_MESSAGES, MAX_TOKENS
+from app.api.schemas.names import DEFAULT_TOKENIZER, Format, TokenizerName
 from app.api.schemas.strategy import (
+    DEFAULT_STRATEGY,
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
     AppliedStep,
@@ -21,8 +23,6 @@ from app.api.schemas.strict import PROVIDER_REQUEST_FIELDS, StrictBody
 from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
-Format = Literal["openai", "anthropic", "responses"]
-TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 # Text stored in PostgreSQL columns cannot hold a NUL character.
 NO_NUL = r"^[^\x00]*$"
 
@@ -73,7 +73,7 @@ class HistoryIn(ContextSettingsIn):
     function_call: str | dict[str, Any] | None = Field(
         default=None, description="Deprecated request-level form of tool_choice."
     )
-    tokenizer: TokenizerName = "auto"
+    tokenizer: TokenizerName = DEFAULT_TOKENIZER
     usage: list[UsageIn] = Field(
         default_factory=list,
         description="Provider usage objects as returned, each with the message_index of its "
@@ -101,7 +101,7 @@ class CompactIn(HistoryIn, CompactionSettingsIn):
 
     force: bool = Field(default=False, description="Compact even under the threshold.")
     instructions: str | None = Field(default=None, max_length=20_000)
-    strategy: Strategy = Field(default="summarize", description=STRATEGY_DESCRIPTION)
+    strategy: Strategy = Field(default=DEFAULT_STRATEGY, description=STRATEGY_DESCRIPTION)
     clear: ClearIn = Field(default_factory=ClearIn)
     pinned: list[PinnedText] = Field(
         default_factory=list, max_length=200, description=PINNED_DESCRIPTION
@@ -185,7 +185,7 @@ class CompactOut(BaseModel):
     threshold: int
     estimate_floor: int
     summarizer: SummarizerOut | None = None
-    strategy: Strategy = "summarize"
+    strategy: Strategy = DEFAULT_STRATEGY
     applied: list[AppliedStep] = Field(
         default_factory=list, description="What was done, in order; empty when not compacted."
     )
