@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from app.engine.clearing import ClearedToolUse
-from app.engine.compaction.fidelity import FinishedSummary, finish_summary
+from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
-    CompactionPlan,
     SummaryOptions,
-    SummaryOutcome,
     plan_compaction,
     summarize_plan,
 )
-from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep, StrategyName
+from app.engine.compaction.strategy import CompactionStep
 from app.engine.compaction.thresholds import summary_output_budget
 from app.engine.errors import (
     CallerGoneError,
@@ -30,36 +27,15 @@ from app.engine.errors import (
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
 from app.services.clearing import ClearedHistory, clear_history
+from app.services.compaction_outcome import CompactionOutcome
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.strategies.protocol import CompactionJob
 from app.services.strategies.registry import STRATEGIES
 
+__all__ = ["CompactionObserver", "CompactionOutcome", "CompactionService", "NullObserver"]
+
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What /compact answers; `plan`/`summary` are None when nothing was compacted."""
-
-    counted: CountedHistory
-    compacted: bool
-    reason: str | None = None
-    plan: CompactionPlan | None = None
-    summary: SummaryOutcome | None = None
-    messages: list[Any] | None = None
-    tokens_after: int | None = None
-    summarizer: Summarizer | None = None
-    # The strategy asked for, and the steps it applied: clear_tool_results, summarize.
-    strategy: StrategyName = DEFAULT_STRATEGY
-    applied: tuple[CompactionStep, ...] = ()
-    finished: FinishedSummary | None = None
-    cleared: tuple[ClearedToolUse, ...] = ()
-    # The count of `messages` (no usage anchor: the reports measured the old history).
-    counted_after: CountedHistory | None = None
-
-    @property
-    def tokens_before(self) -> int:
-        return self.counted.estimate.tokens
 
 
 class CompactionObserver(Protocol):
@@ -156,61 +132,43 @@ class CompactionService:
             # Planning and clearing read the normalized messages; the counts stay.
             counted = await _off_loop(self.estimation.parsed, history, counted)
         strategy = STRATEGIES.get(options.strategy)
-        return await strategy.compact(self, history, counted, options, caller_gone)
+        return await strategy.compact(self, CompactionJob(history, counted, options, caller_gone))
 
-    async def summarize_if_due(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
+    async def summarize_if_due(self, job: CompactionJob) -> CompactionOutcome:
         """Summarizes when over the threshold (or forced); else not compacted."""
-        if not options.force and not counted.should_compact:
-            return self.not_compacted(counted, options, _under_threshold(counted))
-        return await self.summarize(history, counted, counted, options, caller_gone)
+        if not job.options.force and not job.counted.should_compact:
+            return self.not_compacted(job, _under_threshold(job.counted))
+        return await self.summarize(job, job.counted)
 
-    async def clear(
-        self, history: HistoryInput, counted: CountedHistory, options: CompactOptions
-    ) -> ClearedHistory:
+    async def clear(self, job: CompactionJob) -> ClearedHistory:
         """Plans (and when it clears anything, applies and counts) tool-result clearing."""
-        return await _off_loop(clear_history, self.estimation, history, counted, options.clear)
-
-    def not_compacted(
-        self, counted: CountedHistory, options: CompactOptions, reason: str | None
-    ) -> CompactionOutcome:
-        """The outcome that leaves the history as it is, and why."""
-        return CompactionOutcome(
-            counted=counted, compacted=False, reason=reason, strategy=options.strategy
+        return await _off_loop(
+            clear_history, self.estimation, job.history, job.counted, job.options.clear
         )
 
-    def cleared(
-        self, counted: CountedHistory, cleared: ClearedHistory, options: CompactOptions
-    ) -> CompactionOutcome:
+    def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
+        """The outcome that leaves the history as it is, and why."""
+        return _left_as_is(job.counted, job.options, reason)
+
+    def cleared(self, job: CompactionJob, cleared: ClearedHistory) -> CompactionOutcome:
         """The outcome of a clearing that cleared something (refused if it grew)."""
         assert cleared.history is not None and cleared.counted is not None
         tokens_after = cleared.counted.estimate.tokens
-        _refuse_growth(counted, tokens_after, "clearing tool results")
+        _refuse_growth(job.counted, tokens_after, "clearing tool results")
         return CompactionOutcome(
-            counted=counted,
+            counted=job.counted,
             compacted=True,
             messages=list(cleared.history.messages),
             tokens_after=tokens_after,
-            strategy=options.strategy,
+            strategy=job.options.strategy,
             applied=(CompactionStep.CLEAR_TOOL_RESULTS,),
             cleared=cleared.plan.cleared,
             counted_after=cleared.counted,
         )
 
-    async def summarize(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        original: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """Summarizes `history` (counted as `counted`); `original` is what the caller sent."""
+    async def summarize(self, job: CompactionJob, original: CountedHistory) -> CompactionOutcome:
+        """Summarizes the job's history; `original` is the count of what the caller sent."""
+        history, counted, options = job.history, job.counted, job.options
         conversation = counted.conversation
         assert conversation is not None
         try:
@@ -223,10 +181,10 @@ class CompactionService:
                 self.marker,
             )
         except NothingToCompactError as exc:
-            return self.not_compacted(original, options, str(exc))
+            return _left_as_is(original, options, str(exc))
         skip = options.skip_summary(plan) if options.skip_summary is not None else None
         if skip is not None:
-            return self.not_compacted(original, options, skip)
+            return _left_as_is(original, options, skip)
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -239,7 +197,7 @@ class CompactionService:
                 instructions=options.instructions,
             ),
             counted.choice.tokenizer,
-            caller_gone,
+            job.caller_gone,
         )
         finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
@@ -279,6 +237,14 @@ async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """CPU-bound steps (counting, planning, clearing) run in a worker thread, so a large
     history does not stall every other request on the event loop (/healthz included)."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+def _left_as_is(
+    counted: CountedHistory, options: CompactOptions, reason: str | None
+) -> CompactionOutcome:
+    return CompactionOutcome(
+        counted=counted, compacted=False, reason=reason, strategy=options.strategy
+    )
 
 
 def _under_threshold(counted: CountedHistory) -> str:

@@ -164,24 +164,30 @@ def _cleared_from_json(stored: Sequence[Mapping[str, Any]] | None) -> tuple[Clea
     )
 
 
+# Record fields stored as they are, in columns of the same name.
+_PLAIN_COMPACTION_FIELDS = (
+    "session_id",
+    "ordinal",
+    "previous_id",
+    "trigger",
+    "summary",
+    "first_kept_seq",
+    "covered_seq",
+    "tokens_before",
+    "tokens_after",
+    "instructions",
+    "current_request",
+)
+
+
 def compaction_row(new: NewCompaction, compaction_id: str) -> CompactionRow:
     return CompactionRow(
         id=compaction_id,
-        session_id=new.session_id,
-        ordinal=new.ordinal,
-        summary=new.summary,
-        first_kept_seq=new.first_kept_seq,
-        covered_seq=new.covered_seq,
-        tokens_before=new.tokens_before,
-        tokens_after=new.tokens_after,
-        trigger=new.trigger,
+        **{name: getattr(new, name) for name in _PLAIN_COMPACTION_FIELDS},
         summarizer=_summarizer_to_json(new.summarizer),
-        instructions=new.instructions,
-        previous_id=new.previous_id,
         strategy=new.strategy.value,
         applied=[step.value for step in new.applied],
         restored_facts=[{"kind": f.kind, "text": f.text} for f in new.restored_facts],
-        current_request=new.current_request,
         cleared_tool_uses=_cleared_to_json(new.cleared_tool_uses),
     )
 
@@ -189,24 +195,14 @@ def compaction_row(new: NewCompaction, compaction_id: str) -> CompactionRow:
 def compaction_record(row: CompactionRow) -> CompactionRecord:
     return CompactionRecord(
         id=row.id,
-        session_id=row.session_id,
-        ordinal=row.ordinal,
         created_at=aware(row.created_at),
-        trigger=row.trigger,
-        summary=row.summary,
-        first_kept_seq=int(row.first_kept_seq),
-        covered_seq=int(row.covered_seq),
-        tokens_before=int(row.tokens_before),
-        tokens_after=int(row.tokens_after),
+        **{name: getattr(row, name) for name in _PLAIN_COMPACTION_FIELDS},
         summarizer=_summarizer_from_json(row.summarizer),
-        instructions=row.instructions,
-        previous_id=row.previous_id,
         strategy=StrategyName(row.strategy) if row.strategy else DEFAULT_STRATEGY,
         applied=tuple(CompactionStep(step) for step in row.applied or (CompactionStep.SUMMARIZE,)),
         restored_facts=tuple(
             RestoredFactRecord(str(f["kind"]), str(f["text"])) for f in row.restored_facts or ()
         ),
-        current_request=row.current_request,
         cleared_tool_uses=_cleared_from_json(row.cleared_tool_uses),
     )
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, tuple_, update
+from sqlalchemy import ColumnElement, Select, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.store.errors import RowGoneError
@@ -155,25 +155,21 @@ class TranscriptRepository:
         self.db.flush()
 
     def page(self, session_id: str, offset: int, limit: int) -> list[TranscriptEntry]:
-        rows = self.db.scalars(
-            select(TranscriptEntryRow)
-            .where(TranscriptEntryRow.session_id == session_id)
-            .order_by(TranscriptEntryRow.seq)
-            .offset(offset)
-            .limit(limit)
-        ).all()
-        return [transcript_entry(row) for row in rows]
+        return self._read(self._entries(session_id).offset(offset).limit(limit))
 
     def from_seq(self, session_id: str, first_seq: int) -> list[TranscriptEntry]:
-        rows = self.db.scalars(
+        return self._read(self._entries(session_id, TranscriptEntryRow.seq >= first_seq))
+
+    @staticmethod
+    def _entries(session_id: str, *where: ColumnElement[bool]) -> Select[TranscriptEntryRow]:
+        return (
             select(TranscriptEntryRow)
-            .where(
-                TranscriptEntryRow.session_id == session_id,
-                TranscriptEntryRow.seq >= first_seq,
-            )
+            .where(TranscriptEntryRow.session_id == session_id, *where)
             .order_by(TranscriptEntryRow.seq)
-        ).all()
-        return [transcript_entry(row) for row in rows]
+        )
+
+    def _read(self, query: Select[TranscriptEntryRow]) -> list[TranscriptEntry]:
+        return [transcript_entry(row) for row in self.db.scalars(query).all()]
 
 
 class CompactionRepository:
@@ -181,12 +177,8 @@ class CompactionRepository:
         self.db = db
 
     def latest(self, session_id: str) -> CompactionRecord | None:
-        row = self.db.scalars(
-            select(CompactionRow)
-            .where(CompactionRow.session_id == session_id)
-            .order_by(CompactionRow.ordinal.desc())
-            .limit(1)
-        ).first()
+        newest = self._records(session_id).order_by(CompactionRow.ordinal.desc()).limit(1)
+        row = self.db.scalars(newest).first()
         return compaction_record(row) if row is not None else None
 
     def add(self, new: NewCompaction) -> CompactionRecord:
@@ -203,12 +195,12 @@ class CompactionRepository:
         return compaction_record(row)
 
     def all(self, session_id: str) -> list[CompactionRecord]:
-        rows = self.db.scalars(
-            select(CompactionRow)
-            .where(CompactionRow.session_id == session_id)
-            .order_by(CompactionRow.ordinal)
-        ).all()
+        rows = self.db.scalars(self._records(session_id).order_by(CompactionRow.ordinal)).all()
         return [compaction_record(row) for row in rows]
+
+    @staticmethod
+    def _records(session_id: str) -> Select[CompactionRow]:
+        return select(CompactionRow).where(CompactionRow.session_id == session_id)
 
 
 class IdempotencyRepository:

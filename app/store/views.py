@@ -114,7 +114,7 @@ class RestoredFactRecord:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NewCompaction:
     """A compaction to record: its summary, where the kept tail starts, and what it did."""
 
@@ -131,36 +131,19 @@ class NewCompaction:
     tokens_after: int
     summarizer: SummarizerRecord
     instructions: str | None
-    strategy: StrategyName
-    applied: tuple[CompactionStep, ...]
-    restored_facts: tuple[RestoredFactRecord, ...] = ()
-    current_request: str | None = None
-    cleared_tool_uses: tuple[ClearedToolUse, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionRecord:
-    """One recorded compaction: its summary, where the kept tail starts, and what it did."""
-
-    id: str
-    session_id: str
-    ordinal: int
-    created_at: datetime
-    trigger: str
-    summary: str
-    first_kept_seq: int
-    # The transcript length this compaction saw; usage on entries before it is stale.
-    covered_seq: int
-    tokens_before: int
-    tokens_after: int
-    summarizer: SummarizerRecord
-    instructions: str | None
-    previous_id: str | None
     strategy: StrategyName = DEFAULT_STRATEGY
     applied: tuple[CompactionStep, ...] = (CompactionStep.SUMMARIZE,)
     restored_facts: tuple[RestoredFactRecord, ...] = ()
     current_request: str | None = None
     cleared_tool_uses: tuple[ClearedToolUse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionRecord(NewCompaction):
+    """A recorded compaction: what was recorded, with its id and when."""
+
+    id: str
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from app.engine.compaction.strategy import CompactionStep, StrategyName
 from app.engine.errors import IneffectiveCompactionError
-from app.engine.ports import CallerGone
-from app.services.clearing import clearing_trigger
-from app.services.estimation import CountedHistory
-from app.services.history import CompactOptions, HistoryInput
-from app.services.strategies.protocol import CompactionSteps
-
-if TYPE_CHECKING:
-    from app.services.compaction import CompactionOutcome
+from app.services.compaction_outcome import CompactionOutcome
+from app.services.strategies.protocol import CompactionJob, CompactionSteps
 
 
 class ClearThenSummarize:
@@ -22,27 +15,18 @@ class ClearThenSummarize:
     description = "clear first, summarize only if still over the threshold"
     clears_tool_results = True
 
-    async def compact(
-        self,
-        steps: CompactionSteps,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        if not options.force and counted.estimate.tokens <= clearing_trigger(
-            counted, options.clear
-        ):
-            return await steps.summarize_if_due(history, counted, options, caller_gone)
-        cleared = await steps.clear(history, counted, options)
+    async def compact(self, steps: CompactionSteps, job: CompactionJob) -> CompactionOutcome:
+        if not job.clearing_wanted:
+            return await steps.summarize_if_due(job)
+        cleared = await steps.clear(job)
         if cleared.history is None or cleared.counted is None:
-            return await steps.summarize_if_due(history, counted, options, caller_gone)
-        outcome = steps.cleared(counted, cleared, options)
+            return await steps.summarize_if_due(job)
+        outcome = steps.cleared(job, cleared)
         if not cleared.counted.should_compact:
             return outcome
         try:
             summarized = await steps.summarize(
-                cleared.history, cleared.counted, counted, options, caller_gone
+                replace(job, history=cleared.history, counted=cleared.counted), job.counted
             )
         except IneffectiveCompactionError:
             summarized = outcome
