@@ -10,7 +10,7 @@ from typing import Any
 from app.engine.clearing import DEFAULT_KEEP_TOOL_USES, ClearedToolUse, ClearSettings
 from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep, StrategyName
 from app.engine.thinking import ThinkingLevel
-from app.store.models import CompactionRow, SessionRow, TranscriptEntryRow
+from app.store.models import CompactionRow, SessionRow
 from app.store.views import (
     CompactionRecord,
     CompactionStall,
@@ -19,7 +19,6 @@ from app.store.views import (
     SessionSettings,
     SessionView,
     SummarizerRecord,
-    TranscriptEntry,
 )
 
 
@@ -205,7 +204,3 @@ def compaction_record(row: CompactionRow) -> CompactionRecord:
         ),
         cleared_tool_uses=_cleared_from_json(row.cleared_tool_uses),
     )
-
-
-def transcript_entry(row: TranscriptEntryRow) -> TranscriptEntry:
-    return TranscriptEntry(seq=int(row.seq), message=row.message, usage=row.usage or None)

@@ -19,7 +19,6 @@ from app.store.mapping import (
     session_view,
     settings_to_json,
     stall_to_json,
-    transcript_entry,
 )
 from app.store.models import (
     CompactionRow,
@@ -161,15 +160,21 @@ class TranscriptRepository:
         return self._read(self._entries(session_id, TranscriptEntryRow.seq >= first_seq))
 
     @staticmethod
-    def _entries(session_id: str, *where: ColumnElement[bool]) -> Select[TranscriptEntryRow]:
+    def _entries(session_id: str, *where: ColumnElement[bool]) -> Select[int, Any, Any]:
+        # Columns, not ORM objects: a context reads hundreds of entries, and building
+        # (and tracking) an object per row costs more than reading and decoding it.
+        entry = TranscriptEntryRow
         return (
-            select(TranscriptEntryRow)
-            .where(TranscriptEntryRow.session_id == session_id, *where)
-            .order_by(TranscriptEntryRow.seq)
+            select(entry.seq, entry.message, entry.usage)
+            .where(entry.session_id == session_id, *where)
+            .order_by(entry.seq)
         )
 
-    def _read(self, query: Select[TranscriptEntryRow]) -> list[TranscriptEntry]:
-        return [transcript_entry(row) for row in self.db.scalars(query).all()]
+    def _read(self, query: Select[int, Any, Any]) -> list[TranscriptEntry]:
+        return [
+            TranscriptEntry(seq=int(seq), message=message, usage=usage or None)
+            for seq, message, usage in self.db.execute(query).all()
+        ]
 
 
 class CompactionRepository:

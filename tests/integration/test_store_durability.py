@@ -154,3 +154,19 @@ def test_sqlite_can_be_told_to_sync_only_at_checkpoints(tmp_path: Path) -> None:
         database_url=f"sqlite:///{tmp_path / 'fast.db'}", sqlite_synchronous="NORMAL"
     )
     assert set(_synchronous_levels(settings)) == {1}
+
+
+def test_the_transcript_reads_back_exactly_what_was_appended(
+    client: TestClient, database_url: str
+) -> None:
+    """Read as columns, not ORM rows: the same values, integers beyond 64 bits too."""
+    sid = client.post("/sessions", json={}).json()["id"]
+    messages = [
+        {"role": "user", "content": "naïve café 🚀 \u2028 ok", "x_meta": {"n": 2**64 + 1}},
+        {"role": "assistant", "content": "", "x": [-(2**70), 0.1, -0.0, 1e300, None, True]},
+    ]
+    assert client.post(f"/sessions/{sid}/messages", json={"messages": messages}).status_code == 200
+    transcript = client.get(f"/sessions/{sid}/transcript")
+    assert transcript.json()["messages"] == messages
+    assert "18446744073709551617" in transcript.text
+    assert client.get(f"/sessions/{sid}/context").json()["messages"] == messages
