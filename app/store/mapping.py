@@ -28,6 +28,7 @@ def aware(moment: datetime) -> datetime:
 
 
 def settings_from_json(stored: Mapping[str, Any] | None) -> SessionSettings:
+    """A session's settings from its JSON column (missing keys: the defaults)."""
     stored = stored or {}
     thinking, clear, strategy = stored.get("thinking"), stored.get("clear"), stored.get("strategy")
     return SessionSettings(
@@ -78,6 +79,7 @@ def _clear_to_json(clear: ClearSettings) -> dict[str, Any]:
 
 
 def stall_to_json(stall: CompactionStall | None) -> dict[str, Any] | None:
+    """The `compaction_stall` column of a stall (None clears it)."""
     if stall is None:
         return None
     return {
@@ -100,6 +102,7 @@ def _stall_from_json(stored: Mapping[str, Any]) -> CompactionStall:
 
 
 def session_view(row: SessionRow) -> SessionView:
+    """The view of a session row."""
     return SessionView(
         id=row.id,
         tenant=row.tenant,
@@ -180,6 +183,7 @@ _PLAIN_COMPACTION_FIELDS = (
 
 
 def compaction_row(new: NewCompaction, compaction_id: str) -> CompactionRow:
+    """The row that records `new` under `compaction_id`."""
     return CompactionRow(
         id=compaction_id,
         **{name: getattr(new, name) for name in _PLAIN_COMPACTION_FIELDS},
@@ -192,6 +196,7 @@ def compaction_row(new: NewCompaction, compaction_id: str) -> CompactionRow:
 
 
 def compaction_record(row: CompactionRow) -> CompactionRecord:
+    """The record a compaction row holds."""
     return CompactionRecord(
         id=row.id,
         created_at=aware(row.created_at),
