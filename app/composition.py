@@ -12,6 +12,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import anyio
 import httpx
@@ -64,6 +65,8 @@ from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
 from app.store.migrate import schema_problem, upgrade
+from app.store.summaries import SqlSummaryStore
+from app.store.transactions import SessionDatabase
 from app.tokenizers.bpe import TokenizerRegistry
 
 # The model half of a summarizer, by the wire its provider speaks.
@@ -232,12 +235,19 @@ def build_state(
         marker=marker,
         observer=observed,
     )
-    db = create_db_engine(settings.database_url)
+    db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
     native = build_native_services(
         estimation, compaction, settings.state_key_bytes(), native_apis()
     )
-    sessions = SessionService(store, estimation, compaction, marker=marker)
+    retention = timedelta(hours=settings.idempotency_retention_hours)
+    sessions = SessionService(
+        SessionDatabase(store),
+        estimation,
+        compaction,
+        marker=marker,
+        idempotency_retention=retention,
+    )
     api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
@@ -252,13 +262,13 @@ def build_state(
         ),
         api_keys=api_keys,
         metrics=observed,
-        summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
+        summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
         vendor_endpoints=VendorEndpoints(native, sessions),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(
-            store,
+            SessionDatabase(store),
             api_keys,
             settings.state_key_bytes() or secrets.token_bytes(32),
             settings.ui_login_seconds,

@@ -99,6 +99,14 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./data/compactor.db"
     """SQLite (`sqlite:///path`) or PostgreSQL (`postgresql://user@host:port/db`); the
     service picks its own driver."""
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    """SQLite only. FULL syncs the write-ahead log on every commit, so an acknowledged
+    append survives a power loss; NORMAL syncs only at checkpoints (faster, but the last
+    acknowledged appends can be lost on power loss, not on a crash of the service).
+    PostgreSQL's own synchronous_commit decides there."""
+    idempotency_retention_hours: float = Field(default=24.0, gt=0)
+    """How long an append's Idempotency-Key is kept: a retry within it appends nothing,
+    after it the same batch appends again. Expired keys are deleted as appends go."""
     auto_migrate: bool | None = None
     """Apply pending migrations when the app starts; unset: yes for the embedded SQLite
     file, no for PostgreSQL, where `compactor migrate` runs once per deployment."""

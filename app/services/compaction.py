@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from app.engine.clearing import ClearedToolUse
-from app.engine.compaction.fidelity import FinishedSummary, finish_summary
+from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
-    CompactionPlan,
     SummaryOptions,
-    SummaryOutcome,
     plan_compaction,
     summarize_plan,
 )
+from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep
 from app.engine.compaction.thresholds import summary_output_budget
 from app.engine.errors import (
     CallerGoneError,
@@ -28,45 +26,16 @@ from app.engine.errors import (
 )
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
-from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
+from app.services.clearing import ClearedHistory, clear_history
+from app.services.compaction_outcome import CompactionOutcome
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.strategies.protocol import CompactionJob
+from app.services.strategies.registry import STRATEGIES, strategy_for
+
+__all__ = ["CompactionObserver", "CompactionOutcome", "CompactionService", "NullObserver"]
 
 T = TypeVar("T")
-SUMMARIZE = "summarize"
-CLEAR_TOOL_RESULTS = "clear_tool_results"
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What /compact answers; `plan`/`summary` are None when nothing was compacted."""
-
-    counted: CountedHistory
-    compacted: bool
-    reason: str | None = None
-    plan: CompactionPlan | None = None
-    summary: SummaryOutcome | None = None
-    messages: list[Any] | None = None
-    tokens_after: int | None = None
-    summarizer: Summarizer | None = None
-    # The strategy asked for, and the steps it applied: clear_tool_results, summarize.
-    strategy: str = SUMMARIZE
-    applied: tuple[str, ...] = ()
-    finished: FinishedSummary | None = None
-    cleared: tuple[ClearedToolUse, ...] = ()
-    # The count of `messages` (a summarized history), built from the parts already
-    # counted, so a caller that goes on with the new history does not count it again.
-    after: CountedHistory | None = None
-
-    @property
-    def tokens_before(self) -> int:
-        return self.counted.estimate.tokens
-
-
-def strategy_for(asked: str | None, counted: CountedHistory) -> str:
-    """The strategy asked for, else the model's configured one (COMPACTOR_CONFIG), else
-    summarize."""
-    return asked or counted.choice.model.policy.strategy or SUMMARIZE
 
 
 class CompactionObserver(Protocol):
@@ -116,11 +85,12 @@ class CompactionService:
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone = lambda: False,
-        *,
         counted: CountedHistory | None = None,
     ) -> CompactionOutcome:
         """Compacts when over the threshold (or forced); never returns a partial result.
-        `counted` is the caller's count of this very history (it is not counted again)."""
+
+        `counted` is `history` already counted (the caller decided on it): not counted
+        again."""
         provider = self.summarizer.info.provider
         try:
             outcome = await self._compact(history, options, caller_gone, counted)
@@ -156,92 +126,49 @@ class CompactionService:
         caller_gone: CallerGone,
         counted: CountedHistory | None,
     ) -> CompactionOutcome:
+        # Planning and clearing read the normalized messages; a caller's counts stay, with
+        # the settings of `history` (a caller may have changed keep-recent).
         counted = await _off_loop(self.estimation.parsed, history, counted)
-        options = replace(options, strategy=strategy_for(options.strategy, counted))
-        if options.strategy == SUMMARIZE:
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        return await self._clear_first(history, counted, options, caller_gone)
+        name = strategy_for(options.strategy, counted)
+        options = replace(options, strategy=name)
+        strategy = STRATEGIES.get(name)
+        return await strategy.compact(self, CompactionJob(history, counted, options, caller_gone))
 
-    async def _summarize_if_due(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        if not options.force and not counted.should_compact:
-            return self._not_compacted(counted, options, _under_threshold(counted))
-        return await self._summarize(history, counted, counted, options, caller_gone)
+    async def summarize_if_due(self, job: CompactionJob) -> CompactionOutcome:
+        """Summarizes when over the threshold (or forced); else not compacted."""
+        if not job.options.force and not job.counted.should_compact:
+            return self.not_compacted(job, _under_threshold(job.counted))
+        return await self.summarize(job, job.counted)
 
-    async def _clear_first(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """clear_tool_results; and auto: clear first, summarize only if still over."""
-        trigger = clearing_trigger(counted, options.clear)
-        clears_only = options.strategy == CLEAR_TOOL_RESULTS
-        if not options.force and counted.estimate.tokens <= trigger:
-            if clears_only:
-                reason = (
-                    f"under the clearing trigger: {counted.estimate.tokens} tokens is not above "
-                    f"{trigger}; pass force=true to clear anyway"
-                )
-                return self._not_compacted(counted, options, reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        cleared = await _off_loop(clear_history, self.estimation, history, counted, options.clear)
-        if cleared.history is None or cleared.counted is None:
-            if clears_only:
-                return self._not_compacted(counted, options, cleared.plan.reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        outcome = self._cleared(counted, cleared, options)
-        if clears_only or not cleared.counted.should_compact:
-            return outcome
-        try:
-            summarized = await self._summarize(
-                cleared.history, cleared.counted, counted, options, caller_gone
-            )
-        except IneffectiveCompactionError:
-            summarized = outcome
-        if not summarized.compacted or summarized.plan is None:
-            # Clearing alone shrank the history, and a summary could not add to it.
-            return outcome
-        return replace(summarized, applied=(CLEAR_TOOL_RESULTS, SUMMARIZE), cleared=outcome.cleared)
-
-    def _not_compacted(
-        self, counted: CountedHistory, options: CompactOptions, reason: str | None
-    ) -> CompactionOutcome:
-        return CompactionOutcome(
-            counted=counted, compacted=False, reason=reason, strategy=options.strategy or SUMMARIZE
+    async def clear(self, job: CompactionJob) -> ClearedHistory:
+        """Plans (and when it clears anything, applies and counts) tool-result clearing."""
+        return await _off_loop(
+            clear_history, self.estimation, job.history, job.counted, job.options.clear
         )
 
-    def _cleared(
-        self, counted: CountedHistory, cleared: ClearedHistory, options: CompactOptions
-    ) -> CompactionOutcome:
+    def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
+        """The outcome that leaves the history as it is, and why."""
+        return _left_as_is(job.counted, job.options, reason)
+
+    def cleared(self, job: CompactionJob, cleared: ClearedHistory) -> CompactionOutcome:
+        """The outcome of a clearing that cleared something (refused if it grew)."""
         assert cleared.history is not None and cleared.counted is not None
         tokens_after = cleared.counted.estimate.tokens
-        _refuse_growth(counted, tokens_after, "clearing tool results")
+        _refuse_growth(job.counted, tokens_after, "clearing tool results")
         return CompactionOutcome(
-            counted=counted,
+            counted=job.counted,
             compacted=True,
             messages=list(cleared.history.messages),
             tokens_after=tokens_after,
-            strategy=options.strategy or SUMMARIZE,
-            applied=(CLEAR_TOOL_RESULTS,),
+            strategy=job.options.strategy or DEFAULT_STRATEGY,
+            applied=(CompactionStep.CLEAR_TOOL_RESULTS,),
             cleared=cleared.plan.cleared,
+            counted_after=cleared.counted,
         )
 
-    async def _summarize(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        original: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """Summarizes `history` (counted as `counted`); `original` is what the caller sent."""
+    async def summarize(self, job: CompactionJob, original: CountedHistory) -> CompactionOutcome:
+        """Summarizes the job's history; `original` is the count of what the caller sent."""
+        history, counted, options = job.history, job.counted, job.options
         conversation = counted.conversation
         assert conversation is not None
         try:
@@ -254,10 +181,10 @@ class CompactionService:
                 self.marker,
             )
         except NothingToCompactError as exc:
-            return self._not_compacted(original, options, str(exc))
+            return _left_as_is(original, options, str(exc))
         skip = options.skip_summary(plan) if options.skip_summary is not None else None
         if skip is not None:
-            return self._not_compacted(original, options, skip)
+            return _left_as_is(original, options, skip)
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -270,18 +197,19 @@ class CompactionService:
                 instructions=options.instructions,
             ),
             counted.choice.tokenizer,
-            caller_gone,
+            job.caller_gone,
         )
         finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
         summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
-        new_messages = [
-            *raws[: counted.inline_system_count],
-            summary_raw,
-            *raws[plan.cut_index :],
-        ]
-        after = await _off_loop(self.counted_after, counted, plan, summary_raw, new_messages)
+        inline = counted.inline_system_count
+        new_messages = [*raws[:inline], summary_raw, *raws[plan.cut_index :]]
+        # The kept messages keep their counts; only the summary is counted.
+        summary_message = counted.wire.parse_message(summary_raw, "summary")
+        after = await _off_loop(
+            self.estimation.replaced, counted, inline, plan.cut_index, [summary_message]
+        )
         tokens_after = after.estimate.tokens
         _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
@@ -292,10 +220,10 @@ class CompactionService:
             messages=new_messages,
             tokens_after=tokens_after,
             summarizer=self.summarizer,
-            strategy=options.strategy or SUMMARIZE,
-            applied=(SUMMARIZE,),
+            strategy=options.strategy or DEFAULT_STRATEGY,
+            applied=(CompactionStep.SUMMARIZE,),
             finished=finished,
-            after=after,
+            counted_after=after,
         )
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
@@ -304,34 +232,22 @@ class CompactionService:
         supported = self.summarizer.info.thinking_levels
         return clamp_level(level, supported) if supported else ThinkingLevel.OFF
 
-    def counted_after(
-        self,
-        counted: CountedHistory,
-        plan: CompactionPlan,
-        summary_raw: Any,
-        new_messages: list[Any],
-    ) -> CountedHistory:
-        """The count of the new history, from the parts already counted: only the summary
-        message is new (no usage anchor: the old reports are stale)."""
-        summary_message = counted.wire.parse_message(summary_raw, "summary")
-        summary_tokens = self.estimation.count_new_messages([summary_message], counted.choice)[0]
-        conversation = counted.conversation
-        assert conversation is not None
-        inline, cut = counted.inline_system_count, plan.cut_index
-        parsed = conversation.messages
-        per = counted.per_message
-        return self.estimation.derived(
-            counted,
-            new_messages,
-            [*parsed[:inline], summary_message, *parsed[cut:]],
-            [*per[:inline], summary_tokens, *per[cut:]],
-        )
-
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """CPU-bound steps (counting, planning, clearing) run in a worker thread, so a large
     history does not stall every other request on the event loop (/healthz included)."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+def _left_as_is(
+    counted: CountedHistory, options: CompactOptions, reason: str | None
+) -> CompactionOutcome:
+    return CompactionOutcome(
+        counted=counted,
+        compacted=False,
+        reason=reason,
+        strategy=options.strategy or DEFAULT_STRATEGY,
+    )
 
 
 def _under_threshold(counted: CountedHistory) -> str:

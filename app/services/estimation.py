@@ -38,12 +38,13 @@ from app.engine.tools import ToolSet
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
 from app.services.format_mismatch import mismatch_error
-from app.services.history import HistoryInput
+from app.services.history import AUTO_TOKENIZER, HistoryInput
 from app.services.json_bytes import json_bytes
-from app.tokenizers.bpe import TokenizerRegistry
+from app.tokenizers.bpe import TOKENIZER_NAMES, TokenizerRegistry
 
 _T = TypeVar("_T")
-TOKENIZER_CHOICES = ("auto", "o200k_base", "cl100k_base", "chars/4")
+# What a caller may ask for: the model's own encoding, or a tokenizer by name.
+TOKENIZER_CHOICES = (AUTO_TOKENIZER, *TOKENIZER_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,9 @@ class CountedHistory:
     message_digests: Sequence[tuple[int, int]] = ()
     # Where `settings.context_window` came from (the request, the config, the registry...).
     context_window_source: WindowSource = WindowSource.REGISTRY
+    # Each message's count and guessed-part flags in one int (see `_pack`): what lets a
+    # compacted history be counted from this count, its kept messages not counted again.
+    packed_counts: Sequence[int] = ()
 
     @property
     def exact(self) -> bool:
@@ -165,8 +169,8 @@ class EstimationService:
     ) -> TokenizerChoice:
         """The tokenizer for `choice` (`auto` → the model's encoding) and exactness."""
         info = self.models.resolve(model)
-        name = info.encoding if choice == "auto" else choice
-        if name not in TOKENIZER_CHOICES[1:]:
+        name = info.encoding if choice == AUTO_TOKENIZER else choice
+        if name not in TOKENIZER_NAMES:
             raise InvalidHistoryError(
                 f"tokenizer: unknown tokenizer {choice!r}; "
                 f"use one of {', '.join(TOKENIZER_CHOICES)}",
@@ -218,7 +222,7 @@ class EstimationService:
                 wire.parse(history.messages, history.system, tools) if parse_all else None
             )
             parsed = conversation.messages if conversation is not None else None
-            per_message, estimated, digests = self._count_messages(
+            per_message, estimated, digests, packed = self._count_messages(
                 history.messages, parsed, wire.parse_message, choice
             )
         except InvalidHistoryError as exc:
@@ -266,6 +270,7 @@ class EstimationService:
             context_window_source=(
                 WindowSource.REQUEST if history.context_window else choice.model.window_source
             ),
+            packed_counts=packed,
         )
 
     def resettled(self, history: HistoryInput, counted: CountedHistory) -> CountedHistory:
@@ -287,30 +292,54 @@ class EstimationService:
         conversation = wire.parse(history.messages, history.system, tools)
         return replace(counted, conversation=conversation, settings=settings)
 
-    def derived(
-        self,
-        counted: CountedHistory,
-        raws: Sequence[Any],
-        parsed: Sequence[Message],
-        per_message: list[int],
+    def replaced(
+        self, counted: CountedHistory, start: int, stop: int, messages: Sequence[Message]
     ) -> CountedHistory:
-        """The count of a history built from `counted`'s own parts (the same system prompt,
-        tools and settings; messages already parsed and counted): no usage anchor."""
-        conversation = counted.conversation
-        assert conversation is not None
+        """The count of `counted`'s history with its messages [start:stop] replaced by the
+        normalized `messages` (a summary, say), from the counts already made: only the new
+        messages are counted. The usage reports measured the old history: no anchor.
+
+        `start` must not fall inside the leading inline system messages."""
+        assert start >= counted.inline_system_count and len(counted.packed_counts) == len(
+            counted.per_message
+        )
+        _, _, digests, packed = self._count_messages(
+            [m.raw for m in messages], messages, None, counted.choice
+        )
+        packed_after = [*counted.packed_counts[:start], *packed, *counted.packed_counts[stop:]]
+        per_message = [entry >> ESTIMATED_BITS for entry in packed_after]
+        flags = reduce(or_, packed_after, 0) & ((1 << ESTIMATED_BITS) - 1)
+        tools = counted.estimated & Estimated.TOOLS
         estimate = estimate_context(
             per_message,
             inline_system_count=counted.inline_system_count,
             top_level_system_tokens=counted.system_tokens,
             tools_tokens=counted.tools_tokens,
-            reply_priming=counted.wire.dialect.reply_priming,
+            reply_priming=counted.reply_priming,
         )
         return replace(
             counted,
             per_message=per_message,
             estimate=estimate,
-            conversation=replace(conversation, messages=tuple(parsed)),
-            message_digests=message_digests(raws),
+            conversation=(
+                replace(
+                    counted.conversation,
+                    messages=(
+                        *counted.conversation.messages[:start],
+                        *messages,
+                        *counted.conversation.messages[stop:],
+                    ),
+                )
+                if counted.conversation is not None
+                else None
+            ),
+            estimated=Estimated(flags) | tools,
+            message_digests=[
+                *counted.message_digests[:start],
+                *digests,
+                *counted.message_digests[stop:],
+            ],
+            packed_counts=packed_after,
         )
 
     def _count_tools(
@@ -342,9 +371,9 @@ class EstimationService:
         parsed: Sequence[Message] | None,
         parse_one: Callable[[Any, str], Message] | None,
         choice: TokenizerChoice,
-    ) -> tuple[list[int], Estimated, list[tuple[int, int]]]:
-        """Per-message counts, the parts any message had to guess (both cached), and the
-        messages' digests."""
+    ) -> tuple[list[int], Estimated, list[tuple[int, int]], list[int]]:
+        """Per-message counts, the parts any message had to guess (both cached), the
+        messages' digests, and the packed count of each (count and flags)."""
         # One string tag (its hash computed once) and the digest, flat: every message's
         # lookup hashes its key again, and a nested tuple would rehash more.
         tag = f"{choice.tokenizer.name}|{choice.rules.cache_key[0]}"
@@ -376,7 +405,7 @@ class EstimationService:
         counts = [entry >> ESTIMATED_BITS for entry in filled]
         # The flags sit in the low bits: OR-ing whole entries ORs the flags.
         estimated = reduce(or_, filled, 0) & ((1 << ESTIMATED_BITS) - 1)
-        return counts, Estimated(estimated), digests
+        return counts, Estimated(estimated), digests, filled
 
     def _cached_count(self, value: Any, compute: Callable[[], int], choice: TokenizerChoice) -> int:
         if not value[1]:

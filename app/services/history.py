@@ -8,8 +8,12 @@ from typing import Any
 
 from app.engine.clearing import ClearSettings
 from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.compaction.strategy import DEFAULT_STRATEGY, StrategyName
 from app.engine.counting.estimate import UsageReport
 from app.engine.thinking import ThinkingLevel
+
+# The tokenizer choice that means "the model's own encoding".
+AUTO_TOKENIZER = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +32,7 @@ class HistoryInput:
     reserve_tokens: int | None = None
     trigger_tokens: int | None = None
     keep_recent_tokens: int | None = None
-    tokenizer: str = "auto"
+    tokenizer: str = AUTO_TOKENIZER
     usage: Sequence[UsageReport] = ()
     estimate_floor: int = 0
 
@@ -40,9 +44,9 @@ class CompactOptions:
     thinking: ThinkingLevel | None = None
     # Why this compaction runs: request (stateless /compact), auto, manual, overflow.
     trigger: str = "request"
-    # summarize | clear_tool_results | auto (clear first, summarize if still over); None:
-    # the model's configured strategy (COMPACTOR_CONFIG), else summarize.
-    strategy: str | None = "summarize"
+    # How to compact (app.services.strategies has what each name does); None: the
+    # model's configured strategy (COMPACTOR_CONFIG), else the default.
+    strategy: StrategyName | None = DEFAULT_STRATEGY
     clear: ClearSettings = field(default_factory=ClearSettings)
     # Facts the caller wants in every summary, verbatim.
     pinned: tuple[str, ...] = ()

@@ -118,7 +118,8 @@ class CompactionRow(Base):
 
 
 class IdempotencyKeyRow(Base):
-    """The answer given to an append with an `Idempotency-Key`, replayed on repeats."""
+    """The answer given to an append with an `Idempotency-Key`, replayed on repeats until
+    the key expires (COMPACTOR_IDEMPOTENCY_RETENTION_HOURS after `created_at`)."""
 
     __tablename__ = "idempotency_keys"
 
@@ -172,3 +173,5 @@ class UiLoginRow(Base):
 
 
 Index("ix_ui_logins_tenant_created", UiLoginRow.tenant, UiLoginRow.created_at)
+# Expired Idempotency-Keys are found (and deleted a batch at a time) by age.
+Index("ix_idempotency_keys_created_at", IdempotencyKeyRow.created_at)

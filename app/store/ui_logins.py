@@ -8,6 +8,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.store.models import UiLoginRow
+from app.store.views import UiLogin
 
 
 class UiLoginRepository:
@@ -16,8 +17,15 @@ class UiLoginRepository:
     def __init__(self, db: Session) -> None:
         self.db = db
 
-    def add(self, row: UiLoginRow, max_per_tenant: int) -> None:
+    def add(self, login: UiLogin, max_per_tenant: int) -> None:
         """Stores a login; the tenant's oldest beyond `max_per_tenant` are dropped."""
+        row = UiLoginRow(
+            token_hash=login.token_hash,
+            tenant=login.tenant,
+            key_id=login.key_id,
+            created_at=login.created_at,
+            expires_at=login.expires_at,
+        )
         self.db.add(row)
         self.db.flush()
         beyond = (
@@ -30,13 +38,16 @@ class UiLoginRepository:
         if stale:
             self.db.execute(delete(UiLoginRow).where(UiLoginRow.token_hash.in_(stale)))
 
-    def live(self, token_hash: str, now: datetime) -> UiLoginRow | None:
+    def live(self, token_hash: str, now: datetime) -> UiLogin | None:
         """The login with this token hash, unless it expired by `now`."""
-        return self.db.scalar(
+        row = self.db.scalar(
             select(UiLoginRow).where(
                 UiLoginRow.token_hash == token_hash, UiLoginRow.expires_at > now
             )
         )
+        if row is None:
+            return None
+        return UiLogin(row.token_hash, row.tenant, row.key_id, row.created_at, row.expires_at)
 
     def delete(self, token_hash: str) -> None:
         self.db.execute(delete(UiLoginRow).where(UiLoginRow.token_hash == token_hash))

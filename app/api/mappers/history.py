@@ -11,6 +11,7 @@ from app.api.schemas.history import (
     HistoryIn,
     SummarizerOut,
 )
+from app.engine.compaction.strategy import StrategyName
 from app.engine.counting.estimate import UsageReport
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
@@ -48,7 +49,7 @@ def compact_options(body: CompactIn) -> CompactOptions:
         force=body.force,
         instructions=body.instructions,
         thinking=body.thinking,
-        strategy=body.strategy,
+        strategy=StrategyName(body.strategy) if body.strategy is not None else None,
         clear=clear_settings(body.clear),
         pinned=tuple(body.pinned),
     )
@@ -109,7 +110,7 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
         messages=outcome.messages,
         tokens_after=outcome.tokens_after,
         estimate_floor=len(outcome.messages),
-        applied=list(outcome.applied),
+        applied=[step.value for step in outcome.applied],
         cleared_tool_uses=cleared_out(outcome.cleared),
         tokens_cleared=sum(c.tokens_saved for c in outcome.cleared),
         **common,

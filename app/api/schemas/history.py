@@ -15,7 +15,9 @@ from pydantic import (
 )
 
 from app.api.limits import MAX_MESSAGES, MAX_TOKENS
+from app.api.schemas.names import DEFAULT_TOKENIZER, Format, TokenizerName
 from app.api.schemas.strategy import (
+    DEFAULT_STRATEGY,
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
     AppliedStep,
@@ -29,7 +31,6 @@ from app.api.schemas.strict import PROVIDER_REQUEST_FIELDS, StrictBody, as_line_
 from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
-Format = Literal["openai", "anthropic", "responses"]
 WindowSourceName = Literal["request", "config", "upstream", "registry", "alias", "fallback"]
 MODEL_KNOWN_DESCRIPTION = (
     "False when nothing knows the model name (registry, alias, the service's configuration "
@@ -40,7 +41,6 @@ WINDOW_SOURCE_DESCRIPTION = (
     "upstream (the upstream's model list), registry, alias (the registry, through an alias "
     "or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW)."
 )
-TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 # Text stored in PostgreSQL columns cannot hold a NUL character.
 NO_NUL = r"^[^\x00]*$"
 
@@ -91,7 +91,7 @@ class HistoryIn(ContextSettingsIn):
     function_call: str | dict[str, Any] | None = Field(
         default=None, description="Deprecated request-level form of tool_choice."
     )
-    tokenizer: TokenizerName = "auto"
+    tokenizer: TokenizerName = DEFAULT_TOKENIZER
     usage: list[UsageIn] = Field(
         default_factory=list,
         description="Provider usage objects as returned, each with the message_index of its "
@@ -244,7 +244,7 @@ class CompactOut(BaseModel):
     model_known: bool = Field(description=MODEL_KNOWN_DESCRIPTION)
     estimate_floor: int
     summarizer: SummarizerOut | None = None
-    strategy: Strategy = "summarize"
+    strategy: Strategy = DEFAULT_STRATEGY
     applied: list[AppliedStep] = Field(
         default_factory=list, description="What was done, in order; empty when not compacted."
     )

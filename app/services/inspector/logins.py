@@ -13,16 +13,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
-
-from app.services.sessions.store_errors import store_error
-from app.store.models import UiLoginRow
-from app.store.ui_logins import UiLoginRepository
+from app.services.sessions.transactions import SessionStore
+from app.store.transactions import SessionDatabase
+from app.store.views import UiLogin
 
 # Far above what one person's browsers hold; bounds what one key can make the store keep.
 MAX_LOGINS_PER_TENANT = 100
@@ -38,12 +34,12 @@ class InspectorLogins:
 
     def __init__(
         self,
-        sessions: sessionmaker[Session],
+        database: SessionDatabase,
         keys: Mapping[str, str],
         secret: bytes,
         lifetime_seconds: int,
     ) -> None:
-        self._sessions = sessions
+        self._store = SessionStore(database)
         self._secret = secret
         self.lifetime_seconds = lifetime_seconds
         # key id → tenant, for every configured key.
@@ -52,34 +48,23 @@ class InspectorLogins:
     def _key_id(self, key: str) -> str:
         return hmac.new(self._secret, _KEY_ID_LABEL + key.encode(), hashlib.sha256).hexdigest()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[UiLoginRepository]:
-        try:
-            with self._sessions.begin() as db:
-                yield UiLoginRepository(db)
-        except DBAPIError as exc:
-            translated = store_error(exc)
-            if translated is None:
-                raise
-            raise translated from exc
-
     def log_in(self, tenant: str, key: str, replacing: str | None = None) -> str:
         """A new login for `tenant` (whose key is `key`); the browser's previous login,
         `replacing`, ends with it. Returns the token for the cookie."""
         token = secrets.token_urlsafe(32)
         now = datetime.now(UTC)
-        row = UiLoginRow(
+        login = UiLogin(
             token_hash=_token_hash(token),
             tenant=tenant,
             key_id=self._key_id(key),
             created_at=now,
             expires_at=now + timedelta(seconds=self.lifetime_seconds),
         )
-        with self._transaction() as logins:
+        with self._store.transaction() as tx:
             if replacing:
-                logins.delete(_token_hash(replacing))
-            logins.delete_expired(now)
-            logins.add(row, MAX_LOGINS_PER_TENANT)
+                tx.ui_logins.delete(_token_hash(replacing))
+            tx.ui_logins.delete_expired(now)
+            tx.ui_logins.add(login, MAX_LOGINS_PER_TENANT)
         return token
 
     def tenant_of(self, token: str) -> str | None:
@@ -87,8 +72,8 @@ class InspectorLogins:
         key that is no longer configured."""
         if not token or len(token) > 256:
             return None
-        with self._transaction() as logins:
-            row = logins.live(_token_hash(token), datetime.now(UTC))
+        with self._store.transaction() as tx:
+            row = tx.ui_logins.live(_token_hash(token), datetime.now(UTC))
             if row is None:
                 return None
             tenant, key_id = row.tenant, row.key_id
@@ -101,5 +86,5 @@ class InspectorLogins:
     def log_out(self, token: str) -> None:
         """Revokes the login (a token that is not one is ignored)."""
         if token and len(token) <= 256:
-            with self._transaction() as logins:
-                logins.delete(_token_hash(token))
+            with self._store.transaction() as tx:
+                tx.ui_logins.delete(_token_hash(token))

@@ -110,7 +110,7 @@ async def compact_natively(
         not outcome.compacted
         or outcome.messages is None
         or outcome.summary is None
-        or outcome.after is None
+        or outcome.counted_after is None
     ):
         raise NothingToCompactError(outcome.reason or "nothing to compact")
     inline = outcome.counted.inline_system_count
@@ -127,7 +127,7 @@ async def compact_natively(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
     )
-    return CompactedNatively(sealed, list(messages), outcome.after)
+    return CompactedNatively(sealed, list(messages), outcome.counted_after)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

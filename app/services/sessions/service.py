@@ -7,21 +7,26 @@ Everything handed out is a frozen view (`views.py`), never an ORM row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.strategy import StrategyName
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.sessions.appends import AppendResult, TranscriptLog
+from app.services.sessions.appends import (
+    DEFAULT_IDEMPOTENCY_RETENTION,
+    AppendResult,
+    TranscriptLog,
+)
 from app.services.sessions.catalog import NewSession, SessionCatalog
 from app.services.sessions.compactions import CompactResult, ContextView, SessionCompactor
 from app.services.sessions.context import ForwardedPrompt
 from app.services.sessions.transactions import SessionStore
 from app.services.sessions.views import CompactionRecord, SessionView
+from app.store.transactions import SessionDatabase
 
 __all__ = [
     "AppendResult",
@@ -36,18 +41,19 @@ __all__ = [
 class SessionService:
     def __init__(
         self,
-        sessions: sessionmaker[Session],
+        database: SessionDatabase,
         estimation: EstimationService,
         compaction: CompactionService,
         marker: SummaryMarker | None = None,
+        idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
         self.marker = marker or SummaryMarker()
-        store = SessionStore(sessions)
+        store = SessionStore(database)
         self._store = store
         self._catalog = SessionCatalog(store)
-        self._log = TranscriptLog(store)
+        self._log = TranscriptLog(store, idempotency_retention)
         self._compactor = SessionCompactor(store, estimation, compaction, self.marker)
 
     def check_database(self) -> str | None:
@@ -115,7 +121,7 @@ class SessionService:
         instructions: str | None,
         thinking: ThinkingLevel | None,
         caller_gone: CallerGone = lambda: False,
-        strategy: str | None = None,
+        strategy: StrategyName | None = None,
         prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
