@@ -36,7 +36,7 @@ def test_the_openapi_enums_are_the_registries_names() -> None:
     (named,) = [kind for kind in strategy["anyOf"] if kind.get("type") == "string"]
     assert tuple(named["enum"]) == STRATEGIES.names
     assert strategy["description"].startswith(STRATEGIES.description)
-    assert f"Default: the model's configured strategy" in strategy["description"]
+    assert "Default: the model's configured strategy" in strategy["description"]
     assert tuple(_property("CompactIn", "tokenizer")["enum"]) == TOKENIZER_CHOICES
     assert tuple(_property("CompactOut", "format")["enum"]) == FORMATS.names
     applied = _property("CompactOut", "applied")["items"]["enum"]
