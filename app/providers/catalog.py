@@ -45,6 +45,9 @@ class ProviderSpec:
     # Azure: calls go to {base}/openai/deployments/{deployment} with ?api-version=.
     deployments: bool = False
     default_api_version: str | None = None
+    # Takes `prompt_cache_key` (OpenAI's routing hint for its prompt cache). Off where a
+    # server may refuse fields it does not know (Azure answers 400 to unknown arguments).
+    prompt_cache_key: bool = False
 
     def needs_key(self, base_url: str) -> bool:
         """True when calls to `base_url` cannot work without an API key."""
@@ -79,6 +82,7 @@ class ProviderSpec:
             api_key=api_key or None,
             headers=dict(self.headers),
             query=query,
+            prompt_cache_key=self.prompt_cache_key,
         )
 
 
@@ -88,6 +92,7 @@ _SPECS = (
         Wire.CHAT_COMPLETIONS,
         "https://api.openai.com/v1",
         key_required=True,
+        prompt_cache_key=True,
     ),
     ProviderSpec(
         "azure",
