@@ -21,10 +21,11 @@ from typing import Any
 
 from tests.billing import answers
 from tests.billing.answers import Event, Reply
-from tests.billing.anthropic_cache import AnthropicCache
+from tests.billing.anthropic_cache import AnthropicCache, prompt_blocks
 from tests.billing.clock import SimulatedClock
 from tests.billing.ledger import Bill, Totals
 from tests.billing.openai_cache import (
+    REPLY_PRIMING_TOKENS,
     OpenAICache,
     chat_segments,
     check_chat_tool_pairs,
@@ -72,8 +73,11 @@ class BillingUpstream(LoopbackServer):
         self,
         clock: SimulatedClock | None = None,
         reply: Callable[[Received], Reply] | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.clock = clock or SimulatedClock()
+        # Prompts longer than this are refused as the vendors refuse them (None: no limit).
+        self.context_window = context_window
         self.reply = reply or (lambda received: Reply())
         self.received: list[Received] = []
         self.bills: list[Bill] = []
@@ -133,11 +137,37 @@ class BillingUpstream(LoopbackServer):
             code="model_not_found",
         )
 
+    def _refuse_overflow(self, api: str, body: dict[str, Any]) -> None:
+        """Refuses a prompt over `context_window` with the vendor's own error."""
+        window = self.context_window
+        if window is None:
+            return
+        if api == "messages":
+            tokens = sum(b.tokens for b in prompt_blocks(body))
+            if tokens > window:
+                raise anthropic_refusal(
+                    400,
+                    "invalid_request_error",
+                    f"prompt is too long: {tokens} tokens > {window} maximum",
+                )
+            return
+        segments = chat_segments(body) if api == "chat" else responses_segments(body)
+        tokens = sum(s.tokens for s in segments) + REPLY_PRIMING_TOKENS
+        if tokens > window:
+            raise openai_refusal(
+                400,
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+                param="messages",
+                code="context_length_exceeded",
+            )
+
     def _answer(self, api: str, received: Received, body: dict[str, Any]) -> tuple[_Answer, Bill]:
         model = str(body.get("model", ""))
         price = self._price(api, model)
         now = self.clock.now()
         streamed = body.get("stream") is True
+        self._refuse_overflow(api, body)
         if api == "messages":
             usage_split = self.anthropic.bill(body, price, now)
             reply = self.reply(received)

@@ -346,3 +346,22 @@ def test_an_unknown_model_is_refused(claude: anthropic.Anthropic, gpt: openai.Op
         ask(claude, model="claude-nonesuch")
     with pytest.raises(openai.NotFoundError):
         chat(gpt, [{"role": "user", "content": "x"}], model="nonesuch")
+
+
+def test_a_prompt_over_the_context_window_is_refused_as_each_vendor_does(
+    clock: SimulatedClock,
+) -> None:
+    with BillingUpstream(clock, context_window=2_000) as small:
+        with anthropic.Anthropic(base_url=small.base_url, api_key="k", max_retries=0) as client:
+            ask(client, system=system(words(1500)))
+            with pytest.raises(anthropic.BadRequestError, match="prompt is too long: 2"):
+                ask(client, system=system(words(2500, "x")))
+        with (
+            openai.OpenAI(base_url=small.openai_base_url, api_key="k", max_retries=0) as oa,
+            pytest.raises(openai.BadRequestError) as refused,
+        ):
+            chat(oa, [{"role": "user", "content": words(2500)}])
+    assert refused.value.code == "context_length_exceeded"
+    # A refused prompt writes nothing to the cache and is billed nothing.
+    assert [b.status for b in small.bills] == [200, 400, 400]
+    assert len(small.anthropic) == 1
