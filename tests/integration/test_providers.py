@@ -276,7 +276,11 @@ def test_anthropic_call_carries_system_budget_and_thinking(
     assert sent["model"] == "claude-sonnet-4-5"
     # The fixed instructions end at a cache breakpoint (SPEC §15).
     assert sent["system"] == [
-        {"type": "text", "text": SUMMARIZER_SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}
+        {
+            "type": "text",
+            "text": SUMMARIZER_SYSTEM_PROMPT,
+            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        }
     ]
     assert len(sent["messages"]) == 1
     assert "tools" not in sent and "tool_choice" not in sent

@@ -17,7 +17,7 @@ from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT, SUMMARY_CACH
 from app.main import create_app
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
-from tests.billing import BillingUpstream, summarizing
+from tests.billing import BillingUpstream, SimulatedClock, summarizing
 from tests.billing.anthropic_cache import MAX_BREAKPOINTS
 from tests.conftest import CLAUDE_CODE, load_json
 
@@ -82,7 +82,8 @@ def test_the_second_summary_call_reads_the_fixed_instructions_from_the_cache(
     # The reported input is the whole prompt, cached or not.
     assert second["summarizer"]["input_tokens"] == calls[1].prompt_tokens
     if wire == "anthropic":
-        assert first["summarizer"]["cache_write_tokens"] == calls[0].written > 1024
+        # Written for an hour: one session's summaries come minutes apart.
+        assert first["summarizer"]["cache_write_tokens"] == calls[0].write_1h > 1024
     # The second call cost less than its prompt at the full price.
     assert calls[1].uncached < calls[1].prompt_tokens
 
@@ -96,7 +97,7 @@ def test_the_instructions_are_byte_identical_and_come_first(
     marked = {
         "type": "text",
         "text": SUMMARIZER_SYSTEM_PROMPT,
-        "cache_control": {"type": "ephemeral"},
+        "cache_control": {"type": "ephemeral", "ttl": "1h"},
     }
     assert first["system"] == second["system"] == [marked]
     # First summary: the conversation only. Update: the previous summary, marked, first.
@@ -108,6 +109,29 @@ def test_the_instructions_are_byte_identical_and_come_first(
     assert previous["cache_control"] == {"type": "ephemeral"}
     assert new["text"].startswith("<conversation>") and "cache_control" not in new
     assert all(b.breakpoints <= MAX_BREAKPOINTS for b in fake.bills)
+
+
+def test_the_instructions_stay_cached_between_summaries_minutes_apart(
+    tmp_path: Path, tokenizers: TokenizerRegistry
+) -> None:
+    clock = SimulatedClock()
+    with (
+        BillingUpstream(clock, summarizing) as fake,
+        summarizing_with(fake, "anthropic", tmp_path, tokenizers) as client,
+    ):
+        messages = load_json(CLAUDE_CODE / f"{SESSION}.anthropic.json")["messages"]
+        settings = {"force": True, "keep_recent_tokens": 2_000}
+        for end in (60, 120, 180):
+            history = messages[:end]
+            while history[-1]["role"] == "assistant":
+                history = history[:-1]
+            assert (
+                client.post("/compact", json={"messages": history, **settings}).status_code == 200
+            )
+            clock.advance(10 * 60)  # an agent's compactions are many minutes apart
+    first, *later = fake.bills
+    assert first.write_1h > 1024
+    assert all(bill.read >= 1024 for bill in later)
 
 
 def test_openai_summary_calls_share_one_prompt_cache_key(
