@@ -90,6 +90,7 @@ class Run:
     summarizer_calls: int = 0
     summarizer_tokens: int = 0
     summarizer_dollars: float = 0.0
+    summarizer_read: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -192,6 +193,12 @@ def account(run: Run, upstream: BillingUpstream, summarizer: BillingUpstream | N
         run.summarizer_calls = totals.requests
         run.summarizer_tokens = totals.prompt_tokens + totals.output
         run.summarizer_dollars = totals.dollars
+        run.summarizer_read = totals.read
+        if totals.requests:
+            run.notes.append(
+                f"summarizer: {totals.requests} calls, {totals.read:,} of "
+                f"{totals.prompt_tokens:,} prompt tokens read from its cache"
+            )
         if totals.refused:
             run.notes.append(f"{totals.refused} summarizer calls refused")
 
