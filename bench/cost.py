@@ -57,9 +57,7 @@ from bench.cost_agent import (  # noqa: E402
     transcripts,
 )
 from tests.billing import BillingUpstream, Reply, SimulatedClock, summarizing  # noqa: E402
-from tests.billing.anthropic_cache import prompt_blocks  # noqa: E402
-from tests.billing.openai_cache import chat_segments  # noqa: E402
-from tests.billing.refusals import Refused  # noqa: E402
+from tests.billing.prefixes import extends  # noqa: E402
 
 WINDOW = 64_000
 CLEAR_TRIGGER = 30_000
@@ -151,19 +149,10 @@ def service(
         yield url
 
 
-def _digests(api: str, body: Any) -> list[str] | None:
-    try:
-        if api == "messages":
-            return [b.digest for b in prompt_blocks(body)]
-        return [s.digest for s in chat_segments(body)]
-    except (Refused, KeyError, TypeError):
-        return None
-
-
 def account(run: Run, upstream: BillingUpstream, summarizer: BillingUpstream | None) -> None:
     """Fills `run` from what the fakes received and billed."""
     api = "messages" if upstream.bills and upstream.bills[0].api == "messages" else "chat"
-    previous: list[str] | None = None
+    previous: Any = None
     for received, bill in zip(upstream.received, upstream.bills, strict=True):
         if bill.refused:
             run.refused += 1
@@ -174,20 +163,14 @@ def account(run: Run, upstream: BillingUpstream, summarizer: BillingUpstream | N
         run.read += bill.read
         run.output += bill.output
         run.dollars += bill.dollars
-        digests = _digests(api, received.body)
         # Steady: this request starts with the whole previous one (what a cache can read).
-        steady = (
-            previous is not None
-            and digests is not None
-            and len(previous) <= len(digests)
-            and digests[len(previous) - 1] == previous[-1]
-        )
+        steady = previous is not None and extends(api, previous, received.body)
         if previous is not None and not steady:
             run.prefix_changes += 1
         if steady:
             run.steady_read += bill.read
             run.steady_sent += bill.prompt_tokens
-        previous = digests
+        previous = received.body
     if summarizer is not None:
         totals = summarizer.totals()
         run.summarizer_calls = totals.requests

@@ -3,6 +3,7 @@ the official SDKs against the real loopback server."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from tests.billing import BillingUpstream, Reply, SimulatedClock
 from tests.billing.anthropic_cache import LOOKBACK_BLOCKS
+from tests.billing.prefixes import extends
 from tests.billing.prices import ANTHROPIC, OPENAI
 from tests.billing.tokens import count_text
 
@@ -365,3 +367,16 @@ def test_a_prompt_over_the_context_window_is_refused_as_each_vendor_does(
     # A refused prompt writes nothing to the cache and is billed nothing.
     assert [b.status for b in small.bills] == [200, 400, 400]
     assert len(small.anthropic) == 1
+
+
+def test_extends_tells_a_grown_prompt_from_a_moved_prefix() -> None:
+    before = {"model": SONNET, "messages": marked_last(conversation(2))}
+    grown = {"model": SONNET, "messages": marked_last(conversation(3))}
+    assert extends("messages", before, grown)  # markers moved, content only grew
+    edited = copy.deepcopy(grown)
+    edited["messages"][1]["content"] = "answer 0, edited"
+    assert not extends("messages", before, edited)
+    chat_before = {"messages": [{"role": "user", "content": "a"}]}
+    chat_after = {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}
+    assert extends("chat", chat_before, chat_after)
+    assert not extends("chat", chat_after, chat_before)
