@@ -47,6 +47,9 @@ class ProviderSpec:
     default_api_version: str | None = None
     # What a base URL looks like, for the error that asks for one.
     base_url_example: str = "http://HOST/v1"
+    # Takes `prompt_cache_key` (OpenAI's routing hint for its prompt cache). Off where a
+    # server may refuse fields it does not know (Azure answers 400 to unknown arguments).
+    prompt_cache_key: bool = False
 
     def needs_key(self, base_url: str) -> bool:
         """True when calls to `base_url` cannot work without an API key."""
@@ -81,6 +84,7 @@ class ProviderSpec:
             api_key=api_key or None,
             headers=dict(self.headers),
             query=query,
+            prompt_cache_key=self.prompt_cache_key,
         )
 
 
@@ -90,6 +94,7 @@ _SPECS = (
         Wire.CHAT_COMPLETIONS,
         "https://api.openai.com/v1",
         key_required=True,
+        prompt_cache_key=True,
     ),
     ProviderSpec(
         "azure",

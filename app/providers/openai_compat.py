@@ -2,6 +2,11 @@
 
 One call per attempt: `POST {provider base URL}/chat/completions` with the system instruction and
 the prompt, no tools, the output budget, and `reasoning_effort` when thinking is on.
+
+The call is cacheable (SPEC §15): it starts with the same system message every time, which
+OpenAI caches on its own; providers that take a `prompt_cache_key` (OpenAI) get the
+request's stable key, so every summary call reaches the cache holding that prefix. The
+cached tokens the provider reports come back in the usage.
 """
 
 from __future__ import annotations
@@ -35,10 +40,17 @@ class _Choice(BaseModel):
     finish_reason: str | None = None
 
 
+class _PromptDetails(BaseModel):
+    cached_tokens: int | None = None
+    # Reported by models that bill cache writes (GPT-5.6 and later).
+    cache_write_tokens: int | None = None
+
+
 class _Usage(BaseModel):
     # Some compatible servers send nulls here; usage is a report, not worth failing over.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
 
 
 class ChatCompletion(BaseModel):
@@ -71,6 +83,7 @@ class OpenAICompatibleSummarizer:
         self._client = client
         self._retry = retry or RetryPolicy()
         self._info = registry_info(provider.name, model, entry)
+        self._sends_cache_key = provider.prompt_cache_key
         self._endpoint = provider.endpoint(
             "chat/completions", model=model, timeout_seconds=timeout_seconds
         )
@@ -90,6 +103,8 @@ class OpenAICompatibleSummarizer:
             budget_field(self._info.model): request.max_output_tokens,
             "stream": False,
         }
+        if self._sends_cache_key and request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if request.thinking is not ThinkingLevel.OFF:
             body["reasoning_effort"] = request.thinking.value
         return body
@@ -110,8 +125,15 @@ class OpenAICompatibleSummarizer:
                 SummarizerRejectedError, f"the model refused: {choice.message.refusal}"
             )
         usage = answer.usage or _Usage()
+        details = usage.prompt_tokens_details or _PromptDetails()
         return SummaryResult(
             text=_LEADING_THINK.sub("", text, count=1),
             truncated=choice.finish_reason == "length",
-            usage=SummaryUsage(usage.prompt_tokens or 0, usage.completion_tokens or 0),
+            # OpenAI's prompt_tokens already includes the cached ones.
+            usage=SummaryUsage(
+                usage.prompt_tokens or 0,
+                usage.completion_tokens or 0,
+                details.cached_tokens or 0,
+                details.cache_write_tokens or 0,
+            ),
         )

@@ -69,7 +69,10 @@ def service(tmp_path: Path, summarizer: OpenAIFake, upstream: FakeUpstream) -> I
 
 
 def prompt_of(summarizer: OpenAIFake, index: int = -1) -> str:
-    return json.dumps(summarizer.received[index].body)
+    """What the summarizer was asked: its user turn (the system prompt is the fixed
+    instructions, which name the tags themselves)."""
+    messages = summarizer.received[index].body["messages"]
+    return json.dumps(messages[1:])
 
 
 def compact(service: str, messages: list[Any], **fields: Any) -> dict[str, Any]:

@@ -134,6 +134,8 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
                 chunks=summary.chunks,
                 input_tokens=summary.usage.input_tokens,
                 output_tokens=summary.usage.output_tokens,
+                cache_read_tokens=summary.usage.cache_read_tokens,
+                cache_write_tokens=summary.usage.cache_write_tokens,
             ),
             "restored_facts": restored_out(finished.restored) if finished else [],
             "current_request": finished.current_request if finished else None,

@@ -219,8 +219,16 @@ class SummarizerOut(BaseModel):
     thinking: ThinkingLevel
     attempts: int
     chunks: int = 1
-    input_tokens: int = 0
+    input_tokens: int = Field(
+        default=0, description="Every prompt token of the summary calls, cached or not."
+    )
     output_tokens: int = 0
+    cache_read_tokens: int = Field(
+        default=0, description="Prompt tokens the summarizer's provider read from its cache."
+    )
+    cache_write_tokens: int = Field(
+        default=0, description="Prompt tokens the summarizer's provider wrote to its cache."
+    )
 
 
 class CompactOut(BaseModel):

@@ -35,6 +35,7 @@ PROVIDER_REQUEST_FIELDS = frozenset(
         "prediction",
         "presence_penalty",
         "prompt_cache_key",
+        "prompt_cache_options",
         "prompt_cache_retention",
         "reasoning_effort",
         "response_format",
@@ -61,9 +62,11 @@ PROVIDER_REQUEST_FIELDS = frozenset(
         "reasoning",
         "text",
         "truncation",
-        # Anthropic Messages
+        # Anthropic Messages (`cache_control` top-level: automatic prompt caching)
+        "cache_control",
         "container",
         "context_management",
+        "diagnostics",
         "mcp_servers",
         "stop_sequences",
         "thinking",

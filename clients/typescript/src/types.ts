@@ -329,7 +329,12 @@ export interface SubagentIn {
 
 export interface SummarizerOut {
   attempts: number;
+  /** Prompt tokens the summarizer's provider read from its cache. */
+  cache_read_tokens?: number;
+  /** Prompt tokens the summarizer's provider wrote to its cache. */
+  cache_write_tokens?: number;
   chunks?: number;
+  /** Every prompt token of the summary calls, cached or not. */
   input_tokens?: number;
   model: string;
   output_tokens?: number;

@@ -144,6 +144,9 @@ class SummarizerInfo:
     chunks: int
     input_tokens: int
     output_tokens: int
+    # Of input_tokens, what the summarizer's provider read from / wrote to its cache.
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -156,6 +159,8 @@ class SummarizerInfo:
             chunks=f.integer_or(raw, "chunks", 1),
             input_tokens=f.integer_or(raw, "input_tokens", 0),
             output_tokens=f.integer_or(raw, "output_tokens", 0),
+            cache_read_tokens=f.integer_or(raw, "cache_read_tokens", 0),
+            cache_write_tokens=f.integer_or(raw, "cache_write_tokens", 0),
             raw=raw,
         )
 
