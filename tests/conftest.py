@@ -55,11 +55,14 @@ def tokenizers() -> TokenizerRegistry:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    """The settings `client` serves: SQLite in tmp_path. A module whose apps need other
+    settings (another store backend, a summarizer) overrides this fixture, not `client`."""
     return Settings(database_url=f"sqlite:///{tmp_path / 'compactor.db'}")
 
 
 @pytest.fixture
 def client(settings: Settings, tokenizers: TokenizerRegistry) -> Iterator[TestClient]:
+    """The app of `settings` with its lifespan running, in process."""
     # One warmed registry for the whole run: building the encodings is the costly part of
     # an app start, and hundreds of tests start one.
     with TestClient(create_app(settings, tokenizers=tokenizers)) as test_client:
