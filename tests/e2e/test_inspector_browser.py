@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,9 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from app.main import create_app
 from app.settings import Settings
 from tests.inspector_session import (
     HOSTILE_TEXT,
@@ -28,6 +24,7 @@ from tests.inspector_session import (
     build_compacted_session,
     build_hostile_session,
 )
+from tests.live_server import live_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -53,26 +50,6 @@ if not CHROMIUM.exists():
     pytest.skip(_message, allow_module_level=True)
 
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright  # noqa: E402
-
-
-@contextmanager
-def live_server(settings: Settings) -> Iterator[str]:
-    """The app under a real uvicorn server on a free loopback port; yields its URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.compaction.marker import SUMMARY_MARKER, SummaryMarker, previous_summary_of
+from app.engine.compaction.marker import SUMMARY_MARKER, SummaryMarker
 from app.engine.compaction.orchestration import SummaryOptions, plan_compaction, summarize_plan
 from app.engine.compaction.prompts import (
     SUMMARIZER_SYSTEM_PROMPT,
@@ -105,13 +105,14 @@ def test_every_summary_call_starts_with_the_same_instructions() -> None:
 
 
 def test_marker_round_trip_and_only_text_user_messages_count() -> None:
-    text = SummaryMarker().render("## Goal\nx")
+    marker = SummaryMarker()
+    text = marker.render("## Goal\nx")
     assert text.startswith("[Context summary") and "]\n\n" in text
     assert text.split("\n", 1)[0] == SUMMARY_MARKER
-    assert previous_summary_of(user(text)) == "## Goal\nx"
-    assert previous_summary_of(assistant(text)) is None
-    assert previous_summary_of(user("[Context summary without the blank line]")) is None
-    assert previous_summary_of(tool("t", text)) is None
+    assert marker.previous_summary(user(text)) == "## Goal\nx"
+    assert marker.previous_summary(assistant(text)) is None
+    assert marker.previous_summary(user("[Context summary without the blank line]")) is None
+    assert marker.previous_summary(tool("t", text)) is None
 
 
 class ScriptedSummarizer:

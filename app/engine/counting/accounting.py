@@ -194,12 +194,6 @@ def _guessed_block(block: Block, message: Message) -> Estimated:
     return Estimated.BLOCKS
 
 
-def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, list[str]]:
-    """(fixed tokens, texts still to tokenize) for one message, framing included."""
-    cost = message_cost(message, rules)
-    return cost.fixed, cost.texts
-
-
 def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> int:
     """Tokens of a top-level system prompt (Anthropic `system`, or a given system text)."""
     if not text:

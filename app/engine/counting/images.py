@@ -158,13 +158,3 @@ def pixel_tokens(
     scale = min(1.0, max_long_edge / max(width, height), math.sqrt(max_pixels / (width * height)))
     w, h = int(width * scale), int(height * scale)
     return max(1, math.ceil(w * h / divisor))
-
-
-def openai_image_tokens(width: int, height: int, detail: str | None) -> int:
-    """gpt-4o's published vision cost: 85 base + 170 per 512px tile after scaling."""
-    return GPT_4O_TILES.tokens(width, height, detail) or GPT_4O_TILES.base
-
-
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's published estimate: (width x height) / 750 after fitting 1568px."""
-    return pixel_tokens(width, height)
