@@ -243,7 +243,7 @@ def build_state(
         summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
-        vendor_endpoints=VendorEndpoints(native, sessions),
+        vendor_endpoints=VendorEndpoints(native, sessions, estimation),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(
             store,
@@ -324,6 +324,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         upstream_urls={
             Upstream.OPENAI: settings.upstream_openai_url,
             Upstream.ANTHROPIC: settings.upstream_anthropic_url,
+            Upstream.GEMINI: settings.upstream_gemini_url,
         },
         stages=proxy_stages(state),
         observer=state.metrics,

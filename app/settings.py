@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     # does not (https://api.anthropic.com), as each SDK's base_url.
     upstream_openai_url: str | None = None
     upstream_anthropic_url: str | None = None
+    # Gemini's is the host without the version path (https://generativelanguage.googleapis.com).
+    upstream_gemini_url: str | None = None
     # transparent: compact over the threshold before forwarding; native: only what the
     # request asks for (vendor-native context management); off: a plain pass-through.
     proxy_mode: Literal["transparent", "native", "off"] = "transparent"
@@ -115,7 +117,7 @@ class Settings(BaseSettings):
             return self.auto_migrate
         return self.database_url.startswith("sqlite")
 
-    @field_validator("upstream_openai_url", "upstream_anthropic_url")
+    @field_validator("upstream_openai_url", "upstream_anthropic_url", "upstream_gemini_url")
     @classmethod
     def _upstream_is_http(cls, value: str | None) -> str | None:
         """An upstream is an absolute http(s) URL; a trailing slash is dropped."""

@@ -7,6 +7,8 @@ operation; a new API in the registry is a new route here with no code.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -126,7 +128,7 @@ def _route(api: VendorApi) -> Any:
             mode=_mode(mode, state.settings.proxy_mode),
             session_id=session.strip() if session and session.strip() else None,
             query=request.url.query,
-            path_params=dict(request.path_params),
+            path_params=path_params(request, api.path_choices),
             idempotency_key=request.headers.get("idempotency-key"),
         )
 
@@ -138,6 +140,35 @@ def _route(api: VendorApi) -> Any:
     return forward
 
 
+_PATH_PARAMETER = re.compile(r"{(\w+)}")
+
+
+def openapi_extra(route: str, choices: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The operation's JSON body, and the path parameters of its template (`{model}`):
+    the generic route function does not name them, so they are declared here."""
+    parameters = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "enum": list(choices[name])}
+            if name in choices
+            else {"type": "string"},
+        }
+        for name in _PATH_PARAMETER.findall(route)
+    ]
+    return {**_BODY, "parameters": parameters} if parameters else _BODY
+
+
+def path_params(request: Request, choices: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """The request's path parameters; one outside the values its API allows is 404."""
+    params = dict(request.path_params)
+    for name, allowed in choices.items():
+        if params.get(name) not in allowed:
+            raise ApiError(404, "Not found", f"no route {request.url.path}", "not-found")
+    return params
+
+
 for _api in VENDOR_APIS:
     router.add_api_route(
         _api.route,
@@ -146,7 +177,7 @@ for _api in VENDOR_APIS:
         name=_api.name,
         description=_api.description,
         responses=_ANSWERS,
-        openapi_extra=_BODY,
+        openapi_extra=openapi_extra(_api.route, _api.path_choices),
     )
 
 
