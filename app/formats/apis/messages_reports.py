@@ -73,7 +73,7 @@ def _render(report: NativeReport) -> _Rendered:
     block = None
     usage = (0, 0)
     if compaction is not None:
-        block = compaction_block(compaction.summary, compaction.state)
+        block = compaction_block(compaction.summary, compaction.state, compaction.signature)
         usage = (compaction.input_tokens, compaction.output_tokens)
     context_management = None
     if report.has_edits:
