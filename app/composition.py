@@ -348,7 +348,9 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
     apis = native.apis
     handlers: dict[str, NativeHandler] = {
         apis.messages.name: MessagesHandler(native.anthropic, apis.messages_wire),
-        apis.responses.name: ResponsesHandler(native.responses, apis.responses_wire),
+        apis.responses.name: ResponsesHandler(
+            native.responses, apis.responses_wire, state.sessions
+        ),
     }
     compactor = TransparentCompactor(
         state.estimation, state.compaction, state.summary_cache, state.metrics
