@@ -215,8 +215,26 @@ async def list_models(request: Request, proxy: Proxy, tenant: ProxyTenant) -> Re
 
 
 @router.get("/v1/models/{model_id}", responses=_MODEL_ANSWERS)
-async def get_model(request: Request, proxy: Proxy, tenant: ProxyTenant, model_id: str) -> Response:
-    """One model, from the upstream."""
+async def get_model(
+    request: Request, proxy: Proxy, state: State, tenant: ProxyTenant, model_id: str
+) -> Response:
+    """One model, from the upstream; Anthropic's `capabilities` then also flag the context
+    management the service emulates (its edits and on-demand compaction)."""
     if model_id in (".", ".."):
         raise ApiError(404, "Not found", "no such model", "not-found")
-    return await _forward_models(request, proxy, tenant, "/" + quote(model_id, safe=""))
+    upstream = _models_upstream(request)
+    call = ProxyCall(
+        api=VENDOR_APIS.for_upstream(upstream),
+        tenant=tenant,
+        raw=b"",
+        headers=caller_headers(request),
+        mode=ProxyMode.OFF,
+        query=request.url.query,
+    )
+    path = _MODELS_PATHS[upstream] + "/" + quote(model_id, safe="")
+    answer = await proxy.forward_plain(call, path, "GET")
+    wire = call.api.context_management
+    emulated = state.settings.native_edits == "emulate"
+    if wire is not None and emulated and answer.status == 200 and answer.stream is None:
+        answer = replace(answer, body=wire.with_capabilities(answer.body))
+    return proxy_response(answer)

@@ -91,6 +91,9 @@ class MessagesContextManagement:
     def self_managed(self, body: Mapping[str, Any]) -> bool:
         return "context_management" in body or "compaction" in body
 
+    def with_capabilities(self, content: bytes) -> bytes:
+        return rewrite_json(content, reports.with_capabilities)
+
     def on_demand(self, body: Mapping[str, Any]) -> OnDemandCompaction | None:
         """The request's top-level `compaction` (compact-2026-09-04), checked."""
         return edits.parse_on_demand(body)

@@ -104,6 +104,12 @@ class ContextManagementWire(Protocol):
         the proxy's transparent compaction stays out of the way."""
         ...
 
+    def with_capabilities(self, content: bytes) -> bytes:
+        """An upstream's model description (`GET /v1/models/{id}`) that also says which
+        context management the service honours in front of it (unchanged where the vendor
+        publishes no such flags)."""
+        ...
+
 
 class LocalCount(Protocol):
     """A vendor's token-counting route that the service answers itself, offline."""

@@ -65,6 +65,9 @@ class ResponsesContextManagement:
             )
         )
 
+    def with_capabilities(self, content: bytes) -> bytes:
+        return content  # OpenAI's model objects carry no capability flags
+
     def compaction_trigger(self, body: Mapping[str, Any]) -> bool:
         """True when `input` ends with a `compaction_trigger` item (one elsewhere: 400)."""
         return context.compaction_trigger(context.input_items(body.get("input")))

@@ -55,7 +55,8 @@ def test_a_trigger_compacts_now_and_answers_the_item(
     assert upstream.received == [] and len(summarizer.received) == 1
 
     follow = client.responses.create(
-        model="gpt-5", input=[item.to_dict(), {"role": "user", "content": "Next step?"}]  # type: ignore[list-item]
+        model="gpt-5",
+        input=[item.to_dict(), {"role": "user", "content": "Next step?"}],  # type: ignore[list-item]
     )
     assert follow.output_text.startswith("Reply to")
     sent = upstream.received[-1].body["input"]
@@ -77,7 +78,8 @@ def test_a_trigger_that_is_not_last_is_refused(proxy: str, upstream: FakeUpstrea
     client = openai_client(proxy)
     with pytest.raises(openai.BadRequestError, match="last item of input"):
         client.responses.create(
-            model="gpt-5", input=[TRIGGER, {"role": "user", "content": "hi"}]  # type: ignore[list-item]
+            model="gpt-5",
+            input=[TRIGGER, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
         )
     assert upstream.received == []
 

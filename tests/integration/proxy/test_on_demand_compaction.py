@@ -18,7 +18,7 @@ from anthropic import types
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from tests.integration.fake_providers import DEFAULT_SUMMARY, OpenAIFake, Reply
-from tests.integration.fake_upstreams import FakeUpstream
+from tests.integration.fake_upstreams import Answer, FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import anthropic_client
 from tests.integration.proxy.test_native_context import MODEL, history, native_settings
@@ -201,3 +201,62 @@ def test_clear_thinking_keeps_all_thinking_turns(
     assert reply.context_management is not None
     assert reply.context_management.applied_edits == []
     assert upstream.received[-1].body["messages"] == messages
+
+
+def test_model_capabilities_flag_the_emulated_context_management(
+    proxy: str, upstream: FakeUpstream
+) -> None:
+    unsupported = {"supported": False}
+    upstream.script(
+        Answer(
+            json={
+                "type": "model",
+                "id": MODEL,
+                "display_name": "Claude Sonnet 4.5",
+                "created_at": "2025-09-29T00:00:00Z",
+                "lifecycle": "active",
+                "capabilities": {
+                    "batch": {"supported": True},
+                    "context_management": {"supported": False},
+                    "compaction": {"supported": False, "summarize": unsupported},
+                },
+            }
+        )
+    )
+    model = anthropic_client(proxy).beta.models.retrieve(MODEL)
+    assert upstream.received[-1].path == f"/v1/models/{MODEL}"
+    capabilities = model.capabilities
+    assert capabilities is not None
+    context = capabilities.context_management
+    assert context.supported
+    assert context.clear_tool_uses_20250919 and context.clear_tool_uses_20250919.supported
+    assert context.clear_thinking_20251015 and context.clear_thinking_20251015.supported
+    assert context.compact_20260112 and context.compact_20260112.supported
+    assert capabilities.compaction and capabilities.compaction.summarize.supported
+    # What the service does not emulate stays as the upstream said it.
+    assert capabilities.batch.supported
+
+
+def test_encrypted_content_round_trips(proxy: str, upstream: FakeUpstream) -> None:
+    # A block written elsewhere (the vendor's own state): its content is the summary, and
+    # the block itself is never altered where the service keeps it (a session transcript).
+    foreign = {
+        "type": "compaction",
+        "content": "The user is migrating the parser to a new grammar.",
+        "encrypted_content": "vendor-opaque-state==",
+    }
+    messages = [
+        {"role": "user", "content": [foreign, {"type": "text", "text": "Go on."}]},
+    ]
+    anthropic_client(proxy).beta.messages.create(
+        model=MODEL, max_tokens=64, messages=messages, betas=BETAS
+    )
+    sent = upstream.received[-1].body["messages"]
+    assert sent[0]["content"].startswith(SUMMARY_MARKER_PREFIX)
+    assert foreign["content"] in sent[0]["content"]
+    assert sent[1:] == [{"role": "user", "content": [{"type": "text", "text": "Go on."}]}]
+    session = httpx.post(f"{proxy}/sessions", json={"model": MODEL}).json()["id"]
+    bound = anthropic_client(proxy, **{"X-Compactor-Session": session})
+    bound.beta.messages.create(model=MODEL, max_tokens=64, messages=messages, betas=BETAS)
+    stored = httpx.get(f"{proxy}/sessions/{session}/transcript").json()
+    assert stored["messages"][0]["content"][0] == foreign
