@@ -32,8 +32,8 @@ from app.settings import Settings
 OPERATIONS = sorted(
     f"{method.upper()} {path}"
     for path, methods in json.loads(openapi_json())["paths"].items()
-    for method in methods
-    if not path.startswith("/v1/")
+    for method, operation in methods.items()
+    if not path.startswith("/v1/") and "proxy" not in operation.get("tags", [])
 )
 
 # Relayed to an upstream, whose statuses (5xx included) reach the caller unchanged. The
@@ -48,6 +48,7 @@ WITH_INPUT = sorted(
     for method, operation in methods.items()
     if (operation.get("parameters") or operation.get("requestBody"))
     and path not in RELAYED
+    and "proxy" not in operation.get("tags", [])
     and not path.startswith("/v1/models/")
 )
 PROBLEM_JSON = "application/problem+json"
