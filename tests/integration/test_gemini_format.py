@@ -225,3 +225,18 @@ def test_sessions_take_gemini_contents(client: TestClient) -> None:
     after = client.get(f"/sessions/{session}/context").json()["messages"]
     assert after[0]["parts"][0]["text"].startswith(SUMMARY_MARKER_PREFIX)
     assert pairs_intact(after[1:])
+
+
+def test_the_inspector_shows_a_gemini_session(client: TestClient) -> None:
+    contents = [
+        user("Which files are there?"),
+        {"role": "model", "parts": [call("list_files", path="src")]},
+        {"role": "user", "parts": [response("list_files", "main.py util.py")]},
+        {"role": "model", "parts": [{"text": "Two files: main.py and util.py."}]},
+    ]
+    session = client.post("/sessions", json={"model": "gemini-2.5-flash"}).json()["id"]
+    client.post(f"/sessions/{session}/messages", json={"messages": contents})
+    page = client.get(f"/ui/sessions/{session}")
+    assert page.status_code == 200, page.text
+    for shown in ("Which files are there?", "tool call list_files", "main.py util.py", "Two files"):
+        assert shown in page.text
