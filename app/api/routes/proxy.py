@@ -66,7 +66,12 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
         "with stream: true); errors from the upstream pass through with their own status.",
         "content": {"application/json": {}, "text/event-stream": {}},
     },
-    400: {"model": Problem, "description": "An invalid X-Compactor-Mode."},
+    400: {
+        "model": Problem,
+        "description": "An invalid X-Compactor-Mode, or native context management the "
+        "service refuses (on-demand compaction refusals come in the vendor's own error "
+        "shape, with its error_code).",
+    },
     401: {"model": Problem},
     404: {"model": Problem, "description": "X-Compactor-Session names no session."},
     502: {"model": Problem, "description": "The upstream is unreachable."},
