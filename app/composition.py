@@ -265,7 +265,7 @@ def build_state(
         summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
-        vendor_endpoints=VendorEndpoints(native, sessions),
+        vendor_endpoints=VendorEndpoints(native, sessions, estimation),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(
             SessionDatabase(store),
@@ -351,6 +351,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         upstream_urls={
             Upstream.OPENAI: settings.upstream_openai_base,
             Upstream.ANTHROPIC: settings.upstream_anthropic_root,
+            Upstream.GEMINI: settings.upstream_gemini_url,
         },
         stages=proxy_stages(state),
         observer=state.metrics,
@@ -374,7 +375,9 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
     apis = native.apis
     handlers: dict[str, NativeHandler] = {
         apis.messages.name: MessagesHandler(native.anthropic, apis.messages_wire),
-        apis.responses.name: ResponsesHandler(native.responses, apis.responses_wire),
+        apis.responses.name: ResponsesHandler(
+            native.responses, apis.responses_wire, state.sessions
+        ),
     }
     compactor = TransparentCompactor(
         state.estimation, state.compaction, state.summary_cache, state.metrics

@@ -203,6 +203,9 @@ class Settings(BaseSettings):
     upstream_anthropic_url: str | None = None
     """Proxy mode: where `/v1/messages` goes, as the Anthropic SDK's base_url; with or
     without `/v1` (`https://api.anthropic.com`)."""
+    upstream_gemini_url: str | None = None
+    """Proxy mode: where the Gemini routes go, the host without the version path
+    (`https://generativelanguage.googleapis.com`)."""
     proxy_mode: Literal["transparent", "native", "off"] = "transparent"
     """transparent: compact over the threshold before forwarding; native: only what the
     request asks for (vendor-native context management); off: a plain pass-through."""
@@ -298,7 +301,7 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("upstream_openai_url", "upstream_anthropic_url")
+    @field_validator("upstream_openai_url", "upstream_anthropic_url", "upstream_gemini_url")
     @classmethod
     def _upstream_is_http(cls, value: str | None) -> str | None:
         """An upstream is an absolute http(s) URL; a trailing slash is dropped."""

@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from app.engine.errors import (
     CallerGoneError,
+    CompactionRequestError,
     CompactionStateError,
     CompactorError,
     EmptySummaryError,
@@ -101,6 +102,20 @@ def _vendor_error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "api_error"
 
 
+def vendor_coded_error(status: int, message: str, code: str | None) -> Response:
+    """An error in the vendor's own shape (Anthropic's `{"type": "error", "error": {type,
+    message, details: {error_code}}}`), for errors the vendor names by a code: its SDK
+    raises the matching exception class (CompactionBlockMisplacedError, …)."""
+    error: dict[str, Any] = {"type": _vendor_error_type(status), "message": message}
+    if code is not None:
+        error["details"] = {"error_code": code}
+    return Response(
+        orjson.dumps({"type": "error", "error": error}),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
 def on_vendor_route(request: Request) -> bool:
     """True for the vendor-shaped /v1 routes, whose callers are the vendors' SDKs."""
     return request.url.path.startswith("/v1/")
@@ -126,6 +141,7 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
         400, "Invalid context management", "invalid-context-management"
     ),
     CompactionStateError: ProblemType(400, "Compaction state refused", "compaction-state-refused"),
+    CompactionRequestError: ProblemType(400, "Compaction refused", "compaction-refused"),
     InvalidSystemPromptError: ProblemType(
         422, "Invalid system prompt request", "invalid-system-prompt"
     ),
@@ -213,6 +229,8 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail = f"{exc.provider} summarizer (model {exc.model or 'unknown'}): {exc}"
         else:
             detail = str(exc)
+        if isinstance(exc, CompactionRequestError) and on_vendor_route(request):
+            return vendor_coded_error(problem.status, detail, exc.code)
         return problem_response(
             problem.status, problem.title, detail, problem.slug, vendor=on_vendor_route(request)
         )

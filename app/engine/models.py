@@ -244,7 +244,16 @@ def image_rule_from_mapping(name: str, data: Mapping[str, Any]) -> ImageCostRule
         kinds = ", ".join(k.value for k in ImageRuleKind)
         raise ValueError(f"image rule {name!r}: kind must be one of {kinds}") from None
     numbers: dict[str, Any] = {}
-    for key in ("base", "per_tile", "max_patches", "divisor", "max_long_edge", "max_pixels"):
+    for key in (
+        "base",
+        "per_tile",
+        "max_patches",
+        "divisor",
+        "max_long_edge",
+        "max_pixels",
+        "tile_size",
+        "small_edge",
+    ):
         if key in data:
             value = data[key]
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

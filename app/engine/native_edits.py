@@ -79,6 +79,8 @@ class CompactionMark:
     block_index: int
     content: str
     encrypted_content: str | None
+    # An on-demand compaction block's signature over its content (None: not signed).
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,8 @@ class CompactionReport:
     state: str | None
     input_tokens: int = 0
     output_tokens: int = 0
+    # On-demand compaction: the signature over the summary the block carries.
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,14 @@ class NativeReport:
     @property
     def changes_reply(self) -> bool:
         return self.compaction is not None or self.has_edits
+
+
+@dataclass(frozen=True, slots=True)
+class OnDemandCompaction:
+    """Anthropic's top-level `compaction: {type: "summarize", instructions}`: summarize the
+    whole conversation now and answer with the block alone."""
+
+    instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.engine.errors import InvalidHistoryError
 from app.formats.anthropic import ANTHROPIC_MESSAGES
+from app.formats.gemini import GEMINI
 from app.formats.openai import OPENAI_CHAT
 from app.formats.protocol import WireFormat
 from app.formats.responses import RESPONSES
@@ -79,7 +80,7 @@ class FormatRegistry:
 
 
 FORMATS = FormatRegistry(
-    [OPENAI_CHAT, ANTHROPIC_MESSAGES, RESPONSES],
+    [OPENAI_CHAT, ANTHROPIC_MESSAGES, RESPONSES, GEMINI],
     default=OPENAI_CHAT.name,
     # Responses items carry a `type` (and Chat Completions messages never do), so they are
     # asked first: a Responses developer message would otherwise read as a Chat one.

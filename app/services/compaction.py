@@ -12,7 +12,9 @@ import anyio
 from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
+    CompactionPlan,
     SummaryOptions,
+    SummaryOutcome,
     plan_compaction,
     summarize_plan,
 )
@@ -225,6 +227,52 @@ class CompactionService:
             finished=finished,
             counted_after=after,
         )
+
+    async def summarize_all(
+        self,
+        history: HistoryInput,
+        instructions: str | None,
+        caller_gone: CallerGone = lambda: False,
+    ) -> SummaryOutcome:
+        """One summary of every message of `history` after its inline system prompt (a
+        previous summary there is updated), keeping none verbatim: an on-demand
+        compaction, whose caller decides what to send after it. NothingToCompactError
+        when there is nothing but the system prompt and a previous summary."""
+        counted = await _off_loop(self.estimation.parsed, history, None)
+        conversation = counted.conversation
+        assert conversation is not None
+        messages = conversation.messages
+        start = counted.inline_system_count
+        previous = self.marker.previous_summary(messages[start]) if len(messages) > start else None
+        if previous is not None:
+            start += 1
+        if start >= len(messages):
+            raise NothingToCompactError("nothing to summarize: the history holds no message")
+        plan = CompactionPlan(
+            first_summarized=start,
+            cut_index=len(messages),
+            previous_summary=previous,
+            to_summarize=tuple(messages[start:]),
+            kept=(),
+        )
+        options = SummaryOptions(
+            output_budget=summary_output_budget(
+                counted.settings.reserve_tokens, self.summarizer.info.max_output_tokens
+            ),
+            thinking=self.starting_level(None),
+            instructions=instructions,
+        )
+        provider = self.summarizer.info.provider
+        try:
+            summary = await summarize_plan(
+                plan, self.summarizer, options, counted.choice.tokenizer, caller_gone
+            )
+        except SummarizerError as exc:
+            self.observer.summarizer_failed(provider, type(exc).__name__)
+            raise
+        self.observer.summarizer_attempts(provider, summary.attempts, ok=True)
+        finished = await _off_loop(finish_summary, summary.summary, plan, ())
+        return replace(summary, summary=finished.text)
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
         """The caller's level (or the configured default), limited to what the model has."""

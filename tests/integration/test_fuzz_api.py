@@ -32,8 +32,8 @@ from app.settings import Settings
 OPERATIONS = sorted(
     f"{method.upper()} {path}"
     for path, methods in json.loads(openapi_json())["paths"].items()
-    for method in methods
-    if not path.startswith("/v1/")
+    for method, operation in methods.items()
+    if not path.startswith("/v1/") and "proxy" not in operation.get("tags", [])
 )
 
 # Relayed to an upstream, whose statuses (5xx included) reach the caller unchanged. The
@@ -63,7 +63,9 @@ _LOCAL = [
 WITH_INPUT = sorted(
     f"{method.upper()} {path}"
     for path, method, operation in _LOCAL
-    if (operation.get("parameters") or operation.get("requestBody")) and not _path_only(operation)
+    if (operation.get("parameters") or operation.get("requestBody"))
+    and not _path_only(operation)
+    and "proxy" not in operation.get("tags", [])
 )
 # Operations on one session and nothing else: their invalid inputs are listed instead.
 PATH_ONLY = sorted(

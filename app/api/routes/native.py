@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.responses import Response
@@ -13,9 +14,9 @@ from starlette.responses import Response
 from app.api.auth import proxy_tenant
 from app.api.deps import State, VendorRoutes
 from app.api.disconnect import run_until_disconnect
-from app.api.problems import documented
+from app.api.problems import ApiError, documented
 from app.api.proxy_headers import caller_headers, session_id_of
-from app.api.routes.proxy import proxy_response
+from app.api.routes.proxy import openapi_extra, path_params, proxy_response
 from app.api.routing import OrjsonRoute
 from app.engine.errors import (
     CompactionStateError,
@@ -23,7 +24,7 @@ from app.engine.errors import (
     InvalidHistoryError,
     SummarizerError,
 )
-from app.formats.apis.protocol import Upstream
+from app.formats.apis.protocol import LocalCount, Upstream, VendorApi
 from app.formats.apis.registry import VENDOR_APIS
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.sessions.errors import SessionNotFoundError, StoreUnavailableError
@@ -150,4 +151,56 @@ async def compact_response(
     )
     return CompactedResponse(
         id=window.id, created_at=window.created_at, output=window.output, usage=window.usage
+    )
+
+
+def _local_count_route(api: VendorApi, counting: LocalCount) -> Any:
+    async def count(
+        request: Request, state: State, vendor: VendorRoutes, tenant: ProxyTenant
+    ) -> Response:
+        try:
+            body = orjson.loads(await request.body() or b"null")
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(
+                400,
+                "Malformed JSON",
+                f"the request body is not valid JSON ({exc})",
+                "malformed-json",
+            ) from None
+        if not isinstance(body, dict):
+            raise ApiError(
+                400, "Invalid request", "the body must be a JSON object", "invalid-request"
+            )
+        answer = await vendor.count_request_tokens(
+            api,
+            counting,
+            body,
+            path_params(request, api.path_choices),
+            tenant,
+            session_id_of(request),
+        )
+        return Response(orjson.dumps(answer), media_type="application/json")
+
+    return count
+
+
+# Counting routes the registry declares (Gemini's countTokens), answered locally.
+for _api in VENDOR_APIS:
+    _counting = _api.local_count
+    if _counting is None:
+        continue
+    router.add_api_route(
+        _counting.route,
+        _local_count_route(_api, _counting),
+        methods=["POST"],
+        name=f"{_api.name}_count_tokens",
+        description=_counting.description,
+        responses={
+            200: {
+                "description": "The vendor's counting answer.",
+                "content": {"application/json": {}},
+            },
+            **_ERRORS,
+        },
+        openapi_extra=openapi_extra(_counting.route, _api.path_choices),
     )

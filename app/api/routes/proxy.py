@@ -7,6 +7,8 @@ operation; a new API in the registry is a new route here with no code.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -64,7 +66,12 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
         "with stream: true); errors from the upstream pass through with their own status.",
         "content": {"application/json": {}, "text/event-stream": {}},
     },
-    400: {"model": Problem, "description": "An invalid X-Compactor-Mode."},
+    400: {
+        "model": Problem,
+        "description": "An invalid X-Compactor-Mode, or native context management the "
+        "service refuses (on-demand compaction refusals come in the vendor's own error "
+        "shape, with its error_code).",
+    },
     401: {"model": Problem},
     404: {"model": Problem, "description": "X-Compactor-Session names no session."},
     502: {"model": Problem, "description": "The upstream is unreachable."},
@@ -126,7 +133,7 @@ def _route(api: VendorApi) -> Any:
             mode=_mode(mode, state.settings.proxy_mode),
             session_id=session.strip() if session and session.strip() else None,
             query=request.url.query,
-            path_params=dict(request.path_params),
+            path_params=path_params(request, api.path_choices),
             idempotency_key=request.headers.get("idempotency-key"),
         )
 
@@ -138,6 +145,35 @@ def _route(api: VendorApi) -> Any:
     return forward
 
 
+_PATH_PARAMETER = re.compile(r"{(\w+)}")
+
+
+def openapi_extra(route: str, choices: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The operation's JSON body, and the path parameters of its template (`{model}`):
+    the generic route function does not name them, so they are declared here."""
+    parameters = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "enum": list(choices[name])}
+            if name in choices
+            else {"type": "string"},
+        }
+        for name in _PATH_PARAMETER.findall(route)
+    ]
+    return {**_BODY, "parameters": parameters} if parameters else _BODY
+
+
+def path_params(request: Request, choices: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """The request's path parameters; one outside the values its API allows is 404."""
+    params = dict(request.path_params)
+    for name, allowed in choices.items():
+        if params.get(name) not in allowed:
+            raise ApiError(404, "Not found", f"no route {request.url.path}", "not-found")
+    return params
+
+
 for _api in VENDOR_APIS:
     router.add_api_route(
         _api.route,
@@ -146,7 +182,7 @@ for _api in VENDOR_APIS:
         name=_api.name,
         description=_api.description,
         responses=_ANSWERS,
-        openapi_extra=_BODY,
+        openapi_extra=openapi_extra(_api.route, _api.path_choices),
     )
 
 
@@ -184,8 +220,26 @@ async def list_models(request: Request, proxy: Proxy, tenant: ProxyTenant) -> Re
 
 
 @router.get("/v1/models/{model_id}", responses=_MODEL_ANSWERS)
-async def get_model(request: Request, proxy: Proxy, tenant: ProxyTenant, model_id: str) -> Response:
-    """One model, from the upstream."""
+async def get_model(
+    request: Request, proxy: Proxy, state: State, tenant: ProxyTenant, model_id: str
+) -> Response:
+    """One model, from the upstream; Anthropic's `capabilities` then also flag the context
+    management the service emulates (its edits and on-demand compaction)."""
     if model_id in (".", ".."):
         raise ApiError(404, "Not found", "no such model", "not-found")
-    return await _forward_models(request, proxy, tenant, "/" + quote(model_id, safe=""))
+    upstream = _models_upstream(request)
+    call = ProxyCall(
+        api=VENDOR_APIS.for_upstream(upstream),
+        tenant=tenant,
+        raw=b"",
+        headers=caller_headers(request),
+        mode=ProxyMode.OFF,
+        query=request.url.query,
+    )
+    path = _MODELS_PATHS[upstream] + "/" + quote(model_id, safe="")
+    answer = await proxy.forward_plain(call, path, "GET")
+    wire = call.api.context_management
+    emulated = state.settings.native_edits == "emulate"
+    if wire is not None and emulated and answer.status == 200 and answer.stream is None:
+        answer = replace(answer, body=wire.with_capabilities(answer.body))
+    return proxy_response(answer)

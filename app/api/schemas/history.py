@@ -51,8 +51,10 @@ class ContextSettingsIn(StrictBody):
 
     model: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
     format: Format | None = Field(default=None, description="Detected when omitted.")
-    system: str | list[dict[str, Any]] | None = Field(
-        default=None, description="Top-level system prompt (Anthropic style)."
+    system: str | list[dict[str, Any]] | dict[str, Any] | None = Field(
+        default=None,
+        description="Top-level system prompt (Anthropic `system`, Responses `instructions`, "
+        "Gemini `systemInstruction`).",
     )
     tools: list[dict[str, Any]] = Field(default_factory=list)
     context_window: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
@@ -80,7 +82,9 @@ class HistoryIn(ContextSettingsIn):
     ignored_fields: ClassVar[frozenset[str]] = PROVIDER_REQUEST_FIELDS
 
     messages: list[dict[str, Any]] = Field(
-        max_length=100_000, description="Chat Completions or Messages API messages, unchanged."
+        max_length=100_000,
+        description="Chat Completions or Messages API messages, Responses input items or "
+        "Gemini contents, unchanged.",
     )
     functions: list[dict[str, Any]] = Field(
         default_factory=list, description="Deprecated Chat Completions functions; counted."

@@ -42,7 +42,7 @@ class SessionOut(BaseModel):
     id: str
     model: str | None
     format: Format | None
-    system: str | list[dict[str, Any]] | None
+    system: str | list[dict[str, Any]] | dict[str, Any] | None
     tools: list[dict[str, Any]]
     context_window: int | None = None
     reserve_tokens: int | None = None
@@ -91,7 +91,7 @@ class TranscriptOut(BaseModel):
 
 class ContextOut(BaseModel):
     format: Format
-    system: str | list[dict[str, Any]] | None
+    system: str | list[dict[str, Any]] | dict[str, Any] | None
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     estimate: EstimateOut

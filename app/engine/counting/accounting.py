@@ -19,6 +19,7 @@ from typing import Any
 
 from app.engine.counting.images import (
     ANTHROPIC_PIXELS,
+    GEMINI_TILES,
     GPT_4O_TILES,
     ImageCostRule,
 )
@@ -60,10 +61,18 @@ class ImageRule(StrEnum):
 
     TILES = "tiles"  # OpenAI: base + per 512-px tile (gpt-4o constants)
     PIXELS = "pixels"  # Anthropic: width × height / 750
+    FIXED_TILES = "fixed_tiles"  # Gemini: 258 per image up to 384 px, per 768-px tile beyond
 
     @property
     def default_rule(self) -> ImageCostRule:
-        return GPT_4O_TILES if self is ImageRule.TILES else ANTHROPIC_PIXELS
+        return _DEFAULT_IMAGE_RULES[self]
+
+
+_DEFAULT_IMAGE_RULES = {
+    ImageRule.TILES: GPT_4O_TILES,
+    ImageRule.PIXELS: ANTHROPIC_PIXELS,
+    ImageRule.FIXED_TILES: GEMINI_TILES,
+}
 
 
 class Estimated(IntFlag):
@@ -103,6 +112,8 @@ class CountingDialect:
     frame_system_text: bool = False
     # Counts may be exact when the model's own encoding is used (OpenAI's published rules).
     exact_capable: bool = False
+    # JSON tool definitions: the tool-use system prompt the vendor adds when tools are sent.
+    tools_preamble: int = ANTHROPIC_TOOLS_PREAMBLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +238,7 @@ def count_tools(
                 other = count_function_tools(tools, tokenizer, layout, system_text=system_text)
                 tokens = max(tokens, other.tokens)
         return ToolsCost(tokens=rules.scaled(tokens), exact=cost.exact)
-    tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(
+    tokens = rules.dialect.tools_preamble + sum(
         tokenizer.count(_compact_json(t.raw)) for t in tools.definitions
     )
     return ToolsCost(tokens=rules.scaled(tokens), exact=False)

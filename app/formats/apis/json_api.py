@@ -6,6 +6,7 @@ fields; what differs beyond that (the reply's shape, a stream's events) it write
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import orjson
@@ -13,7 +14,9 @@ import orjson
 from app.engine.errors import InvalidHistoryError
 from app.formats.apis.overflow import OVERFLOW_CODES, OVERFLOW_MESSAGES, is_context_overflow
 from app.formats.apis.protocol import (
+    NO_PARAMS,
     ContextManagementWire,
+    LocalCount,
     ReplyStream,
     RequestEnvelope,
     Upstream,
@@ -21,6 +24,8 @@ from app.formats.apis.protocol import (
     checked_envelope_of,
     envelope_of,
 )
+
+NO_CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
 
 class JsonApi:
@@ -42,6 +47,8 @@ class JsonApi:
     # Fields that name history the upstream stores (a bound session stands for them).
     state_fields: ClassVar[tuple[str, ...]] = ()
     context_management: ContextManagementWire | None = None
+    local_count: LocalCount | None = None
+    path_choices: Mapping[str, tuple[str, ...]] = NO_CHOICES
 
     def upstream_path(self, params: Mapping[str, str]) -> str:
         return self.path
@@ -63,11 +70,15 @@ class JsonApi:
         value = body.get(self.system_field)
         return value if isinstance(value, str | list) else None
 
-    def envelope(self, body: Mapping[str, Any]) -> RequestEnvelope:
+    def envelope(
+        self, body: Mapping[str, Any], params: Mapping[str, str] = NO_PARAMS
+    ) -> RequestEnvelope:
         history = self._history(body.get(self.history_field))
         return envelope_of(body, history, self._system(body), self.budget_fields, self.tool_fields)
 
-    def checked_envelope(self, body: Mapping[str, Any]) -> RequestEnvelope:
+    def checked_envelope(
+        self, body: Mapping[str, Any], params: Mapping[str, str] = NO_PARAMS
+    ) -> RequestEnvelope:
         history = self._checked_history(body.get(self.history_field))
         system = body.get(self.system_field) if self.system_field is not None else None
         return checked_envelope_of(body, history, system, self.budget_fields, self.tool_fields)

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from app.engine.native_edits import CompactionMark, Edit, NativeReport
+from app.engine.native_edits import CompactionMark, Edit, NativeReport, OnDemandCompaction
 from app.formats.apis import messages_edits as edits
 from app.formats.apis import messages_reports as reports
 from app.formats.apis.json_api import JsonApi
@@ -82,12 +82,27 @@ class MessagesContextManagement:
 
     def carries(self, body: Mapping[str, Any]) -> bool:
         messages = body.get("messages")
-        return "context_management" in body or (
-            isinstance(messages, list) and edits.has_compaction_blocks(messages)
+        return (
+            "context_management" in body
+            or "compaction" in body
+            or (isinstance(messages, list) and edits.has_compaction_blocks(messages))
         )
 
     def self_managed(self, body: Mapping[str, Any]) -> bool:
-        return "context_management" in body
+        return "context_management" in body or "compaction" in body
+
+    def with_capabilities(self, content: bytes) -> bytes:
+        return rewrite_json(content, reports.with_capabilities)
+
+    def on_demand(self, body: Mapping[str, Any]) -> OnDemandCompaction | None:
+        """The request's top-level `compaction` (compact-2026-09-04), checked."""
+        return edits.parse_on_demand(body)
+
+    def check_signed_blocks(self, messages: Sequence[Any]) -> None:
+        edits.check_signed_blocks(messages)
+
+    def ends_with_unanswered_tool_use(self, messages: Sequence[Any]) -> bool:
+        return edits.ends_with_unanswered_tool_use(messages)
 
     def edits(self, body: Mapping[str, Any]) -> tuple[Edit, ...]:
         """The edits the request asks for, in the order they apply."""

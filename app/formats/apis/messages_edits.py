@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.engine.errors import InvalidContextManagementError
+from app.engine.errors import CompactionRequestError, InvalidContextManagementError
 from app.engine.native_edits import (
     DEFAULT_CLEAR_KEEP_TOOL_USES,
     DEFAULT_CLEAR_TRIGGER,
@@ -23,6 +23,7 @@ from app.engine.native_edits import (
     CompactEdit,
     CompactionMark,
     Edit,
+    OnDemandCompaction,
     Trigger,
 )
 from app.formats.common import type_name
@@ -32,6 +33,9 @@ CLEAR_THINKING = "clear_thinking_20251015"
 COMPACT = "compact_20260112"
 EDIT_TYPES = (CLEAR_TOOL_USES, CLEAR_THINKING, COMPACT)
 COMPACTION_BLOCK = "compaction"
+ON_DEMAND_TYPES = ("summarize",)
+# The vendor's limit on `compaction.instructions`.
+MAX_INSTRUCTIONS_CHARS = 16_384
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -122,7 +126,9 @@ def _compact(raw: dict[str, Any], where: str) -> CompactEdit:
 def _thinking_keep(value: Any, where: str) -> int | None:
     if value is None:
         return DEFAULT_KEEP_THINKING_TURNS
-    if value == "all" or (isinstance(value, dict) and value == {"type": "all"}):
+    # `"all"`, the SDK's BetaAllThinkingTurnsParam `{"type": "all"}`, and the documented
+    # `{"type": "all_thinking_turns"}` all keep every turn's thinking.
+    if value == "all" or value in ({"type": "all"}, {"type": "all_thinking_turns"}):
         return None
     return _typed_count(value, where, ("thinking_turns",))[1]
 
@@ -155,6 +161,75 @@ def _refuse_unknown(raw: Mapping[str, Any], known: set[str], where: str) -> None
         )
 
 
+# --- on-demand compaction (compact-2026-09-04) ---------------------------------------
+
+
+def parse_on_demand(body: Mapping[str, Any]) -> OnDemandCompaction | None:
+    """The request's top-level `compaction` (BetaCompactionConfigParam), if it has one."""
+    value = body.get("compaction")
+    if value is None:
+        return None
+    if "context_management" in body:
+        raise CompactionRequestError(
+            "compaction: cannot be combined with context_management; send one or the other"
+        )
+    if not isinstance(value, dict):
+        raise CompactionRequestError(f"compaction: must be an object, got {type_name(value)}")
+    if value.get("type") not in ON_DEMAND_TYPES:
+        raise CompactionRequestError(
+            f"compaction.type: unknown type {value.get('type')!r}; use {', '.join(ON_DEMAND_TYPES)}"
+        )
+    unknown = sorted(set(value) - {"type", "instructions"})
+    if unknown:
+        raise CompactionRequestError(
+            f"compaction: unknown field {unknown[0]!r}; this object takes type and instructions"
+        )
+    instructions = value.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise CompactionRequestError(
+            f"compaction.instructions: must be a string, got {type_name(instructions)}"
+        )
+    if instructions is not None and len(instructions) > MAX_INSTRUCTIONS_CHARS:
+        raise CompactionRequestError(
+            f"compaction.instructions: {len(instructions):,} characters, more than the "
+            f"{MAX_INSTRUCTIONS_CHARS:,} allowed"
+        )
+    # Empty or whitespace-only instructions count as absent (the vendor's rule).
+    return OnDemandCompaction(instructions if instructions and instructions.strip() else None)
+
+
+def check_signed_blocks(messages: Sequence[Any]) -> None:
+    """A signed compaction block (an on-demand compaction's) must be the very first block
+    of `messages`: it stands for everything before the messages the caller kept."""
+    for i, raw in enumerate(messages):
+        for j, block in enumerate(_blocks(raw)):
+            if _is_compaction(block) and block.get("signature") is not None and (i, j) != (0, 0):
+                raise CompactionRequestError(
+                    f"messages[{i}].content[{j}]: a compaction block must be the first block "
+                    "of the first message; send it first, then the messages to keep",
+                    code="compaction_block_misplaced",
+                )
+
+
+def ends_with_unanswered_tool_use(messages: Sequence[Any]) -> bool:
+    """True when the last assistant turn calls a tool that no later message answers."""
+    for i in range(len(messages) - 1, -1, -1):
+        raw = messages[i]
+        if not isinstance(raw, dict) or raw.get("role") != "assistant":
+            continue
+        calls = {
+            b.get("id") for b in _blocks(raw) if isinstance(b, dict) and b.get("type") == "tool_use"
+        }
+        answered = {
+            b.get("tool_use_id")
+            for later in messages[i + 1 :]
+            for b in _blocks(later)
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        }
+        return bool(calls - answered)
+    return False
+
+
 # --- compaction blocks -------------------------------------------------------------
 
 
@@ -182,7 +257,14 @@ def last_compaction(messages: Sequence[Any]) -> CompactionMark | None:
                     "a compaction block's content must be a summary (a non-empty string) or null",
                 )
             encrypted = block.get("encrypted_content")
-            return CompactionMark(i, j, content, encrypted if isinstance(encrypted, str) else None)
+            signature = block.get("signature")
+            return CompactionMark(
+                i,
+                j,
+                content,
+                encrypted if isinstance(encrypted, str) else None,
+                signature if isinstance(signature, str) else None,
+            )
     return None
 
 
@@ -214,9 +296,14 @@ def after_compaction(messages: Sequence[Any], mark: CompactionMark) -> list[Any]
     return [*head, *messages[mark.message_index + 1 :]]
 
 
-def compaction_block(content: str | None, encrypted_content: str | None) -> dict[str, Any]:
-    """A `compaction` content block as a reply carries it."""
-    return {"type": COMPACTION_BLOCK, "content": content, "encrypted_content": encrypted_content}
+def compaction_block(
+    content: str | None, encrypted_content: str | None, signature: str | None = None
+) -> dict[str, Any]:
+    """A `compaction` content block as a reply carries it (BetaCompactionBlock)."""
+    block = {"type": COMPACTION_BLOCK, "content": content, "encrypted_content": encrypted_content}
+    if signature is not None:
+        block["signature"] = signature
+    return block
 
 
 # --- thinking --------------------------------------------------------------------

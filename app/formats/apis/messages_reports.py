@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.native_edits import AppliedEdit, NativeReport
-from app.formats.apis.messages_edits import compaction_block
+from app.formats.apis.messages_edits import EDIT_TYPES, compaction_block
 from app.formats.apis.sse import FrameRewriter, frame_json, sse
 
 
@@ -73,7 +73,7 @@ def _render(report: NativeReport) -> _Rendered:
     block = None
     usage = (0, 0)
     if compaction is not None:
-        block = compaction_block(compaction.summary, compaction.state)
+        block = compaction_block(compaction.summary, compaction.state, compaction.signature)
         usage = (compaction.input_tokens, compaction.output_tokens)
     context_management = None
     if report.has_edits:
@@ -210,3 +210,27 @@ class StreamReportWriter(FrameRewriter):
                 ],
             }
         return out
+
+
+def with_capabilities(model: Any) -> Any:
+    """A BetaModelInfo with the context management the service emulates marked supported
+    (BetaContextManagementCapability, BetaCompactionCapability): the upstream's other
+    capabilities stay as it said them."""
+    if not isinstance(model, dict) or model.get("type") != "model":
+        return model
+    capabilities = _object(model.get("capabilities"))
+    supported = {"supported": True}
+    context = {
+        **_object(capabilities.get("context_management")),
+        "supported": True,
+        **{edit: supported for edit in EDIT_TYPES},
+    }
+    compaction = {
+        **_object(capabilities.get("compaction")),
+        "supported": True,
+        "summarize": supported,
+    }
+    return {
+        **model,
+        "capabilities": {**capabilities, "context_management": context, "compaction": compaction},
+    }

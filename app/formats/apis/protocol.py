@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from app.engine.errors import InvalidHistoryError
@@ -31,6 +32,11 @@ class Upstream(StrEnum):
 
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+# The path parameters of a route that has none.
+NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +104,32 @@ class ContextManagementWire(Protocol):
         the proxy's transparent compaction stays out of the way."""
         ...
 
+    def with_capabilities(self, content: bytes) -> bytes:
+        """An upstream's model description (`GET /v1/models/{id}`) that also says which
+        context management the service honours in front of it (unchanged where the vendor
+        publishes no such flags)."""
+        ...
+
+
+class LocalCount(Protocol):
+    """A vendor's token-counting route that the service answers itself, offline."""
+
+    @property
+    def route(self) -> str:
+        """The service's route for it (a path template, like the API's own)."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+    def as_request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The counting body as the generation request whose input it counts."""
+        ...
+
+    def answer(self, tokens: int) -> dict[str, Any]:
+        """The vendor's counting answer for `tokens` input tokens."""
+        ...
+
 
 class VendorApi(Protocol):
     """One model API the proxy forwards."""
@@ -126,20 +158,35 @@ class VendorApi(Protocol):
         ...
 
     @property
+    def path_choices(self) -> Mapping[str, tuple[str, ...]]:
+        """The values a path parameter may take (others are 404), for those it limits."""
+        ...
+
+    @property
     def context_management(self) -> ContextManagementWire | None:
         """Its vendor-native context management, if it has any."""
+        ...
+
+    @property
+    def local_count(self) -> LocalCount | None:
+        """Its counting route, answered by the service (generated from the registry)."""
         ...
 
     def upstream_path(self, params: Mapping[str, str]) -> str:
         """The path appended to the upstream's configured base URL."""
         ...
 
-    def envelope(self, body: Mapping[str, Any]) -> RequestEnvelope:
+    def envelope(
+        self, body: Mapping[str, Any], params: Mapping[str, str] = NO_PARAMS
+    ) -> RequestEnvelope:
         """The request's history, system prompt, tools, model and output budget, as far
-        as they have the right types (the upstream judges the rest)."""
+        as they have the right types (the upstream judges the rest); `params` are the
+        route's path parameters (an API may name the model in its path)."""
         ...
 
-    def checked_envelope(self, body: Mapping[str, Any]) -> RequestEnvelope:
+    def checked_envelope(
+        self, body: Mapping[str, Any], params: Mapping[str, str] = NO_PARAMS
+    ) -> RequestEnvelope:
         """The envelope of a request the service answers itself (counting, native edits):
         a wrong type is the caller's mistake (InvalidHistoryError); `history` is a list,
         empty when the request has none."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from app.formats.apis.chat_completions import CHAT_COMPLETIONS
+from app.formats.apis.gemini import GEMINI, GEMINI_STREAM
 from app.formats.apis.messages import MESSAGES
 from app.formats.apis.protocol import Upstream, VendorApi
 from app.formats.apis.responses import RESPONSES
@@ -31,4 +32,4 @@ class VendorApiRegistry:
         return tuple(dict.fromkeys(api.upstream for api in self._apis.values()))
 
 
-VENDOR_APIS = VendorApiRegistry([CHAT_COMPLETIONS, MESSAGES, RESPONSES])
+VENDOR_APIS = VendorApiRegistry([CHAT_COMPLETIONS, MESSAGES, RESPONSES, GEMINI, GEMINI_STREAM])

@@ -10,7 +10,11 @@ from app.engine.native_edits import CompactionEntry
 from app.formats.apis import responses_context as context
 from app.formats.apis.json_api import JsonApi
 from app.formats.apis.protocol import Upstream, UpstreamReply, usage_report
-from app.formats.apis.responses_reports import ResponsesStreamItemWriter, item_in_reply
+from app.formats.apis.responses_reports import (
+    ResponsesStreamItemWriter,
+    compaction_answer,
+    item_in_reply,
+)
 from app.formats.apis.rewriting import rewrite_events, rewrite_json
 from app.formats.apis.sse import EventCapture
 
@@ -48,14 +52,35 @@ class ResponsesContextManagement:
     """Responses `context_management` and `compaction` items, on the wire."""
 
     def mentions(self, raw: bytes) -> bool:
-        # Both markers are plain ASCII in every body the SDKs write.
-        return b'"context_management"' in raw or b'"compaction"' in raw
+        # All three markers are plain ASCII in every body the SDKs write.
+        return b'"context_management"' in raw or b'"compaction' in raw
 
     def carries(self, body: Mapping[str, Any]) -> bool:
         items = body.get("input")
         return "context_management" in body or (
-            isinstance(items, list) and context.last_compaction_index(items) is not None
+            isinstance(items, list)
+            and (
+                context.last_compaction_index(items) is not None
+                or any(isinstance(i, dict) and i.get("type") == context.TRIGGER_ITEM for i in items)
+            )
         )
+
+    def with_capabilities(self, content: bytes) -> bytes:
+        return content  # OpenAI's model objects carry no capability flags
+
+    def compaction_trigger(self, body: Mapping[str, Any]) -> bool:
+        """True when `input` ends with a `compaction_trigger` item (one elsewhere: 400)."""
+        return context.compaction_trigger(context.input_items(body.get("input")))
+
+    def without_trigger(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """`body` with its final `compaction_trigger` item removed."""
+        return {**body, "input": context.input_items(body.get("input"))[:-1]}
+
+    def compaction_answer(
+        self, model: str | None, item: Mapping[str, Any], usage: Mapping[str, Any], streamed: bool
+    ) -> list[bytes]:
+        """The trigger's answer (a Response with the item as its output), whole or streamed."""
+        return compaction_answer(model, item, usage, streamed)
 
     def self_managed(self, body: Mapping[str, Any]) -> bool:
         return "context_management" in body

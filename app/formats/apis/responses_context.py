@@ -15,6 +15,7 @@ from app.engine.native_edits import CompactionEntry
 from app.formats.common import fail, type_name
 
 COMPACTION_ITEM = "compaction"
+TRIGGER_ITEM = "compaction_trigger"
 ENTRY_TYPES = ("compaction",)
 
 
@@ -113,3 +114,16 @@ def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + output_tokens,
     }
+
+
+def compaction_trigger(items: Sequence[Any]) -> bool:
+    """True when `input` ends with a `compaction_trigger` item (CompactionTrigger: "must
+    be the final input item"); one anywhere else is refused."""
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") == TRIGGER_ITEM and i != len(items) - 1:
+            raise _bad(
+                f"input[{i}]",
+                "a compaction_trigger item must be the last item of input; move it to the end",
+            )
+    last = items[-1] if items else None
+    return isinstance(last, dict) and last.get("type") == TRIGGER_ITEM

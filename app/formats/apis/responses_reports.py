@@ -8,8 +8,12 @@ and the final response's `output` starts with the item. Pure: no I/O.
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 from app.formats.apis.sse import FrameRewriter, frame_json, sse
 
@@ -63,3 +67,43 @@ class ResponsesStreamItemWriter(FrameRewriter):
         if kind in _FINAL_EVENTS and isinstance(data.get("response"), dict):
             out["response"] = item_in_reply(data["response"], self.item)
         return [sse(kind, out)]
+
+
+def compaction_response(
+    model: Any, item: Mapping[str, Any], usage: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A `compaction_trigger` answered: a completed Response whose output is the item."""
+    return {
+        "id": f"resp_{secrets.token_hex(16)}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": model if isinstance(model, str) else "",
+        "output": [dict(item)],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "usage": dict(usage),
+    }
+
+
+def compaction_answer(
+    model: Any, item: Mapping[str, Any], usage: Mapping[str, Any], streamed: bool
+) -> list[bytes]:
+    """The trigger's answer: one JSON body, or the events of a stream that carries it."""
+    response = compaction_response(model, item, usage)
+    if not streamed:
+        return [orjson.dumps(response)]
+    created = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": created},
+        {"type": "response.in_progress", "response": created},
+        {"type": "response.output_item.added", "output_index": 0, "item": dict(item)},
+        {"type": "response.output_item.done", "output_index": 0, "item": dict(item)},
+        {"type": "response.completed", "response": response},
+    ]
+    return [sse(e["type"], {**e, "sequence_number": i}) for i, e in enumerate(events)]

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.engine.clearing import ClearSettings
 from app.engine.errors import (
+    CompactionRequestError,
     IneffectiveCompactionError,
     NothingToCompactError,
     SummarizerError,
@@ -28,6 +29,7 @@ from app.engine.native_edits import (
     CompactionReport,
     Edit,
     NativeReport,
+    OnDemandCompaction,
 )
 from app.engine.ports import CallerGone
 from app.formats.apis.protocol import RequestEnvelope
@@ -96,6 +98,10 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         """The request to forward; `compact=False` (counting) never calls the summarizer."""
         envelope = self.api.checked_envelope(body)
         raw_messages = envelope.history or []
+        # count_tokens ignores `compaction`, as the vendor's does.
+        on_demand = self.wire.on_demand(body) if compact else None
+        if on_demand is not None:
+            return await self._on_demand(envelope, body, on_demand, tenant, caller_gone)
         edits = self.wire.edits(body)
         messages = self.expand(raw_messages, tenant)
         counted = self.estimation.count(self._history(envelope, messages), parse_all=True)
@@ -138,16 +144,69 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         wire = self.wire
         if not wire.has_compaction_blocks(messages):
             return messages
+        wire.check_signed_blocks(messages)
         mark = wire.last_compaction(messages)
         if mark is None:
             return wire.without_compaction_blocks(messages)
+        at = f"messages[{mark.message_index}].content[{mark.block_index}]"
+        if mark.signature is not None:
+            self.states.check_signature(mark.signature, mark.content, tenant, f"{at}.signature")
         state = CompactionState((), mark.content, ())
         token = mark.encrypted_content
         if token and self.states.is_ours(token):
-            where = f"messages[{mark.message_index}].content[{mark.block_index}].encrypted_content"
-            state = replace(self.states.open(token, tenant, where), summary=mark.content)
+            state = replace(
+                self.states.open(token, tenant, f"{at}.encrypted_content"), summary=mark.content
+            )
         rebuilt = self.states.rebuild(state, self.api.format)
         return wire.without_compaction_blocks([*rebuilt, *wire.after_compaction(messages, mark)])
+
+    async def _on_demand(
+        self,
+        envelope: RequestEnvelope,
+        body: dict[str, Any],
+        request: OnDemandCompaction,
+        tenant: str,
+        caller_gone: CallerGone,
+    ) -> EditedMessages:
+        """`compaction: {type: "summarize"}`: the whole conversation summarized into one
+        signed block, answered alone (no model is called); the caller keeps what it sends
+        after the block next time."""
+        messages = self.expand(envelope.history or [], tenant)
+        if self.wire.ends_with_unanswered_tool_use(messages):
+            raise CompactionRequestError(
+                "messages: the last assistant turn calls a tool whose tool_result is not in "
+                "the conversation; send the result (or leave the call out) before compacting",
+                code="compaction_incomplete_turn",
+            )
+        history = self._history(envelope, messages)
+        counted = self.estimation.count(history, parse_all=True)
+        try:
+            summary = await self.compaction.summarize_all(
+                history, request.instructions, caller_gone
+            )
+        except NothingToCompactError:
+            raise CompactionRequestError(
+                "messages: there is no user or assistant content to summarize",
+                code="compaction_nothing_to_summarize",
+            ) from None
+        state = CompactionState((), summary.summary, ())
+        compaction = CompactionReport(
+            summary=summary.summary,
+            state=self.states.seal(state, tenant),
+            input_tokens=summary.usage.input_tokens,
+            output_tokens=summary.usage.output_tokens,
+            signature=self.states.sign_summary(summary.summary, tenant),
+        )
+        return EditedMessages(
+            body=body,
+            applied_edits=(),
+            original_input_tokens=counted.estimate.tokens,
+            input_tokens=counted.estimate.tokens,
+            compaction=compaction,
+            pause=True,
+            messages=tuple(messages),
+            counted=counted,
+        )
 
     def _clear(
         self,

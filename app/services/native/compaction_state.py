@@ -8,13 +8,14 @@ compaction block or item; sent back, it is rebuilt as head + summary message + k
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
-from app.engine.errors import CompactionStateError, NothingToCompactError
+from app.engine.errors import CompactionRequestError, CompactionStateError, NothingToCompactError
 from app.engine.native_edits import CompactionReport
 from app.engine.ports import CallerGone
 from app.formats.apis.protocol import VendorApi
@@ -23,6 +24,10 @@ from app.services.compaction import CompactionService
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.signed_state import StateSigner
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,29 @@ class CompactionStates:
         if summary is not None and not isinstance(summary, str):
             raise CompactionStateError(f"{where}: unreadable compaction state")
         return CompactionState(tuple(head), summary, tuple(kept))
+
+    def sign_summary(self, summary: str, tenant: str) -> str:
+        """An on-demand compaction block's `signature`: the summary's digest, sealed."""
+        return self.signer.seal({"summary_sha256": _digest(summary)}, tenant)
+
+    def check_signature(self, signature: str, content: str, tenant: str, where: str) -> None:
+        """Refuses a block whose signature is not ours (`compaction_signature_invalid`) or
+        whose content is not the summary it signed (`compaction_content_mismatch`)."""
+        try:
+            payload = self.signer.open(signature, tenant, where)
+        except CompactionStateError as exc:
+            raise CompactionRequestError(
+                f"{where}: the compaction block's signature does not verify ({exc}); send "
+                "the block back exactly as it was returned",
+                code="compaction_signature_invalid",
+            ) from None
+        signed = payload.get("summary_sha256") if isinstance(payload, dict) else None
+        if signed != _digest(content):
+            raise CompactionRequestError(
+                f"{where}: the compaction block's content is not the summary its signature "
+                "recorded; send the content back unedited",
+                code="compaction_content_mismatch",
+            )
 
     def summary_message(self, summary: str, format_name: str) -> Any:
         """The summary as a message of `format_name`, marked so a later compaction updates

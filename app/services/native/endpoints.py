@@ -4,11 +4,16 @@ itself (SPEC §11): `POST /v1/messages/count_tokens`, `/v1/responses/input_token
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from app.engine.ports import CallerGone
-from app.formats.apis.protocol import VendorApi
+from app.formats.apis.protocol import LocalCount, VendorApi
+from app.services.estimation import EstimationService
+from app.services.history import HistoryInput
 from app.services.native.responses_compaction import CompactedWindow
 from app.services.native.services import NativeServices
 from app.services.native.session_context import with_session_history
@@ -30,6 +35,7 @@ class VendorEndpoints:
 
     native: NativeServices
     sessions: SessionService
+    estimation: EstimationService
 
     async def _bound(
         self, api: VendorApi, body: dict[str, Any], tenant: str, session_id: str | None
@@ -47,6 +53,30 @@ class VendorEndpoints:
         edited = await self.native.anthropic.apply(body, tenant, compact=False)
         original = edited.original_input_tokens if edited.has_edits else None
         return MessageTokenCount(edited.input_tokens, original)
+
+    async def count_request_tokens(
+        self,
+        api: VendorApi,
+        counting: LocalCount,
+        body: dict[str, Any],
+        params: Mapping[str, str],
+        tenant: str,
+        session_id: str | None,
+    ) -> dict[str, Any]:
+        """A vendor's counting route (one the registry declares), counted locally: the
+        vendor's own answer shape."""
+        request = await self._bound(api, counting.as_request(body), tenant, session_id)
+        envelope = api.checked_envelope(request, params)
+        history = HistoryInput(
+            messages=envelope.history or [],
+            format=api.format,
+            system=envelope.system,
+            tools=envelope.tools or (),
+            tool_fields=envelope.tool_fields,
+            model=envelope.model,
+        )
+        counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        return counting.answer(counted.estimate.tokens)
 
     async def count_response_tokens(
         self, body: dict[str, Any], tenant: str, session_id: str | None

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from app.engine.native_edits import CompactionEntry, CompactionMark, Edit, NativeReport
+from app.engine.native_edits import (
+    CompactionEntry,
+    CompactionMark,
+    Edit,
+    NativeReport,
+    OnDemandCompaction,
+)
 
 
 class ContextWire(Protocol):
@@ -25,6 +31,12 @@ class MessagesContextWire(ContextWire, Protocol):
     """Anthropic `context_management.edits` and `compaction` blocks."""
 
     def edits(self, body: Mapping[str, Any]) -> tuple[Edit, ...]: ...
+
+    def on_demand(self, body: Mapping[str, Any]) -> OnDemandCompaction | None: ...
+
+    def check_signed_blocks(self, messages: Sequence[Any]) -> None: ...
+
+    def ends_with_unanswered_tool_use(self, messages: Sequence[Any]) -> bool: ...
 
     def last_compaction(self, messages: Sequence[Any]) -> CompactionMark | None: ...
 
@@ -57,6 +69,14 @@ class ResponsesContextWire(ContextWire, Protocol):
     """OpenAI Responses `context_management` and `compaction` items."""
 
     def compaction_entry(self, body: Mapping[str, Any]) -> CompactionEntry | None: ...
+
+    def compaction_trigger(self, body: Mapping[str, Any]) -> bool: ...
+
+    def without_trigger(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def compaction_answer(
+        self, model: str | None, item: Mapping[str, Any], usage: Mapping[str, Any], streamed: bool
+    ) -> list[bytes]: ...
 
     def input_items(self, body: Mapping[str, Any]) -> list[Any]: ...
 

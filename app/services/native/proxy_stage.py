@@ -4,18 +4,27 @@ the vendor would; pause_after_compaction answers without calling the model."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+import anyio
+
+from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.native_edits import NativeReport
 from app.services.estimation import CountedHistory
 from app.services.native.anthropic_edits import AnthropicEditsService
 from app.services.native.ports import ContextWire, MessagesContextWire, ResponsesContextWire
 from app.services.native.responses_compaction import ResponsesCompactionService
+from app.services.native.session_context import with_session_history
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.pipeline import AnswerRewriter, Exchange
 from app.services.proxy.report import AnswerMedia, ProxyAnswer
+from app.services.proxy.turns import new_messages
+from app.services.sessions.service import SessionService
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +125,22 @@ class MessagesHandler(_WireHandler[MessagesContextWire]):
 
 
 class ResponsesHandler(_WireHandler[ResponsesContextWire]):
-    """Responses `context_management` compaction and compaction items."""
+    """Responses `context_management` compaction, compaction items and the
+    `compaction_trigger` input item."""
 
-    def __init__(self, service: ResponsesCompactionService, wire: ResponsesContextWire) -> None:
+    def __init__(
+        self,
+        service: ResponsesCompactionService,
+        wire: ResponsesContextWire,
+        sessions: SessionService | None = None,
+    ) -> None:
         self.service = service
         self.wire = wire
+        self.sessions = sessions
 
     async def plan(self, call: ProxyCall, body: dict[str, Any]) -> NativePlan:
+        if self.wire.compaction_trigger(body):
+            return await self._triggered(call, body)
         edited = await self.service.apply(
             body, call.tenant, call.caller_gone, session_bound=call.session_id is not None
         )
@@ -135,6 +153,43 @@ class ResponsesHandler(_WireHandler[ResponsesContextWire]):
             counted=edited.counted,
             counted_messages=edited.items,
         )
+
+    async def _triggered(self, call: ProxyCall, body: dict[str, Any]) -> NativePlan:
+        """`compaction_trigger` last in `input`: compact now, answer the compaction item
+        alone (no model is called). A bound session is compacted itself, and the item
+        stands for its compacted context."""
+        request = self.wire.without_trigger(body)
+        streamed = body.get("stream") is True
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        session_id = call.session_id if self.sessions is not None else None
+        if session_id is not None and self.sessions is not None:
+            item = await self._session_item(call, session_id, self.sessions, request)
+            usage = self.wire.usage(0, 0)
+        else:
+            window = await self.service.compact(request, call.tenant, call.caller_gone)
+            item, usage = window.output[-1], window.usage
+        paused = self.wire.compaction_answer(model, item, usage, streamed)
+        return NativePlan(
+            body=body, compacted=True, tokens=(None, None), paused=paused, streamed=streamed
+        )
+
+    async def _session_item(
+        self, call: ProxyCall, session_id: str, sessions: SessionService, request: dict[str, Any]
+    ) -> dict[str, Any]:
+        api = self.service.api
+        sent = api.checked_envelope(request).history or []
+        view = await anyio.to_thread.run_sync(sessions.context, call.tenant, session_id)
+        fresh = new_messages(api.format, sent) if view.context.messages else sent
+        if fresh:
+            await anyio.to_thread.run_sync(sessions.append, call.tenant, session_id, fresh, {})
+        try:
+            await sessions.compact(call.tenant, session_id, "manual", None, None, call.caller_gone)
+        except (NothingToCompactError, IneffectiveCompactionError) as exc:
+            logger.info("compaction_trigger on a session with nothing to compact: %s", exc)
+        bound = await with_session_history(
+            sessions, call.tenant, session_id, api, {**request, "input": []}
+        )
+        return self.service.sealed_item(bound, call.tenant, session_bound=True)
 
 
 class NativeStage:

@@ -248,6 +248,18 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
             usage=self.wire.usage(compaction.input_tokens, compaction.output_tokens),
         )
 
+    def sealed_item(
+        self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
+    ) -> dict[str, Any]:
+        """A compaction item that stands for `body`'s input as it is (a bound session's
+        context, already compacted by the session)."""
+        self.refuse_server_state(body, session_bound)
+        items = self.expand(body, tenant)
+        history = self.history(self.api.checked_envelope(body), items, None)
+        inline = self.estimation.count(history).inline_system_count
+        state = self.states.seal(uncompacted_state(items, inline), tenant)
+        return self.wire.compaction_item(new_item_id(), state)
+
     def input_tokens(
         self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
     ) -> int:

@@ -57,7 +57,7 @@ class ProxyCall:
     def envelope(self) -> RequestEnvelope | None:
         """What the received body says about its history, model and tools."""
         body = self.body
-        return self.api.envelope(body) if body is not None else None
+        return self.api.envelope(body, self.path_params) if body is not None else None
 
     @property
     def bound(self) -> bool:

@@ -22,7 +22,7 @@ from app.services.sessions.service import CompactResult, ForwardedPrompt, Sessio
 def forwarded_prompt(call: ProxyCall, body: dict[str, Any]) -> ForwardedPrompt:
     """The system prompt and tools the request forwards (counted instead of the session's
     own when the request carries them)."""
-    envelope = call.envelope if body is call.body else call.api.envelope(body)
+    envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
     if envelope is None:
         return ForwardedPrompt()
     return ForwardedPrompt(system=envelope.system, tools=envelope.tools)

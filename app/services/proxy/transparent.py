@@ -48,7 +48,7 @@ KEEP_RECENT_SHARE = 4
 def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
     """The request's history and what decides its threshold: the registry window of its
     model, the reserve raised by its output budget."""
-    envelope = call.envelope if body is call.body else call.api.envelope(body)
+    envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
     if envelope is None or envelope.history is None:
         return None
     return HistoryInput(

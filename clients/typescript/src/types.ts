@@ -60,14 +60,14 @@ export interface CompactIn {
   /** Compact even under the threshold. */
   force?: boolean;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   /** Deprecated request-level form of tool_choice. */
   function_call?: string | Record<string, unknown> | null;
   /** Deprecated Chat Completions functions; counted. */
   functions?: Record<string, unknown>[];
   instructions?: string | null;
   keep_recent_tokens?: number | null;
-  /** Chat Completions or Messages API messages, unchanged. */
+  /** Chat Completions or Messages API messages, Responses input items or Gemini contents, unchanged. */
   messages: Record<string, unknown>[];
   model?: string | null;
   /** Facts every summary must keep verbatim (added back if the summarizer dropped them). */
@@ -75,8 +75,8 @@ export interface CompactIn {
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. Default: the model's configured strategy (COMPACTOR_CONFIG), else summarize. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
@@ -101,7 +101,7 @@ export interface CompactOut {
   current_request?: string | null;
   cut_index?: number | null;
   estimate_floor: number;
-  format: "openai" | "anthropic" | "responses";
+  format: "openai" | "anthropic" | "responses" | "gemini";
   messages: Record<string, unknown>[];
   /** False when nothing knows the model name (registry, alias, the service's configuration or the upstream's model list): the window is then the request's or the fallback one. */
   model_known: boolean;
@@ -146,9 +146,9 @@ export interface CompactionOut {
 
 export interface ContextOut {
   estimate: EstimateOut;
-  format: "openai" | "anthropic" | "responses";
+  format: "openai" | "anthropic" | "responses" | "gemini";
   messages: Record<string, unknown>[];
-  system: string | Record<string, unknown>[] | null;
+  system: string | Record<string, unknown>[] | Record<string, unknown> | null;
   tools: Record<string, unknown>[];
 }
 
@@ -163,17 +163,17 @@ export interface EstimateIn {
   context_window?: number | null;
   estimate_floor?: number;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   /** Deprecated request-level form of tool_choice. */
   function_call?: string | Record<string, unknown> | null;
   /** Deprecated Chat Completions functions; counted. */
   functions?: Record<string, unknown>[];
-  /** Chat Completions or Messages API messages, unchanged. */
+  /** Chat Completions or Messages API messages, Responses input items or Gemini contents, unchanged. */
   messages: Record<string, unknown>[];
   model?: string | null;
   reserve_tokens?: number | null;
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
   /** Counted: `none` and a named function cost tokens. */
   tool_choice?: string | Record<string, unknown> | null;
@@ -262,7 +262,7 @@ export interface SessionIn {
   clear?: ClearIn | null;
   context_window?: number | null;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   keep_recent_tokens?: number | null;
   metadata?: Record<string, unknown>;
   model?: string | null;
@@ -271,8 +271,8 @@ export interface SessionIn {
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tools?: Record<string, unknown>[];
@@ -291,7 +291,7 @@ export interface SessionOut {
   compaction_count: number;
   context_window?: number | null;
   created_at: string;
-  format: "openai" | "anthropic" | "responses" | null;
+  format: "openai" | "anthropic" | "responses" | "gemini" | null;
   id: string;
   keep_recent_tokens?: number | null;
   message_count: number;
@@ -300,7 +300,7 @@ export interface SessionOut {
   pinned?: string[];
   reserve_tokens?: number | null;
   strategy?: "summarize" | "clear_tool_results" | "auto";
-  system: string | Record<string, unknown>[] | null;
+  system: string | Record<string, unknown>[] | Record<string, unknown> | null;
   thinking?: ThinkingLevel | null;
   tools: Record<string, unknown>[];
   trigger_tokens?: number | null;

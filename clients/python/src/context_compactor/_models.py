@@ -27,10 +27,12 @@ from context_compactor._types import (
 )
 
 Message = dict[str, Any]
-"""One message exactly as the wire format has it (Chat Completions, Messages, Responses item)."""
+"""One message exactly as the wire format has it (Chat Completions, Messages, Responses item,
+Gemini content)."""
 
-SystemPromptText = str | list[dict[str, Any]] | None
-"""A system prompt as the service returns it: text, Anthropic text blocks, or none."""
+SystemPromptText = str | list[dict[str, Any]] | dict[str, Any] | None
+"""A system prompt as the service returns it: text, Anthropic text blocks, a Gemini
+`systemInstruction` content, or none."""
 
 
 @dataclass(frozen=True)

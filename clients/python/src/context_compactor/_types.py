@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Format = Literal["openai", "anthropic", "responses"]
+Format = Literal["openai", "anthropic", "responses", "gemini"]
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 TokenizerName = Literal["auto", "o200k_base", "cl100k_base", "chars/4"]
 CompactReason = Literal["manual", "overflow"]
@@ -17,7 +17,7 @@ SourceKind = Literal[
     "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
 ]
 
-FORMATS: tuple[Format, ...] = ("openai", "anthropic", "responses")
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "responses", "gemini")
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high")
 STRATEGIES: tuple[Strategy, ...] = ("summarize", "clear_tool_results", "auto")
 APPLIED_STEPS: tuple[AppliedStep, ...] = ("clear_tool_results", "summarize")
