@@ -27,6 +27,7 @@ from app.api.routes import (
     system_prompt,
 )
 from app.api.routes.docs import install_offline_docs
+from app.api.routes.pass_through import handled_by_pass_through, install_pass_through
 from app.api.state import LifespanState
 from app.api.ui.routes import router as ui_router
 from app.composition import build_state, check_settings, running_state
@@ -86,11 +87,16 @@ def create_app(
     app.include_router(proxy.router)
     # The inspector checks the key itself: a browser brings it in a cookie.
     app.include_router(ui_router)
+    # Keep this after every router: the catch-all /v1/* pass-through (SPEC §18) answers
+    # only what no route above it does.
+    install_pass_through(app)
     app.add_middleware(
         BodySizeLimit,
         max_bytes=settings.max_body_bytes,
         timeout_seconds=settings.body_timeout_seconds,
         max_pending_bytes=settings.max_pending_body_bytes,
+        # Pass-through bodies (file uploads, audio) go on as they arrive, not held whole.
+        streamed=handled_by_pass_through(app),
     )
     # Before the body is read: a host the service does not answer to gets nothing.
     app.add_middleware(HostAllowList, allowed=parse_allowed_hosts(settings.allowed_hosts))

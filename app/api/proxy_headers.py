@@ -12,8 +12,10 @@ from app.services.proxy.report import AnswerMedia, ProxyAnswer, ProxyReport
 
 MODE_HEADER = "x-compactor-mode"
 SESSION_HEADER = "x-compactor-session"
-# The service's own headers: read here, never forwarded (X-Compactor-Key is a secret).
-OWN_HEADERS = frozenset(h.lower() for h in (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER))
+# The service's own headers (X-Compactor-Key, -Mode, -Session, …) are read here and never
+# forwarded: X-Compactor-Key is a secret, and the upstream has no business with the rest.
+OWN_PREFIX = "x-compactor-"
+assert all(h.lower().startswith(OWN_PREFIX) for h in (PROXY_KEY_HEADER, MODE_HEADER))
 _MEDIA_TYPES = {
     AnswerMedia.JSON: [("content-type", "application/json")],
     AnswerMedia.EVENT_STREAM: [
@@ -24,8 +26,9 @@ _MEDIA_TYPES = {
 
 
 def caller_headers(request: Request) -> list[tuple[str, str]]:
-    """Credentials and vendor headers exactly as sent; the transport drops hop-by-hop ones."""
-    return [(k, v) for k, v in request.headers.items() if k.lower() not in OWN_HEADERS]
+    """Credentials and vendor headers exactly as sent, minus the service's own
+    (X-Compactor-*); the transport drops hop-by-hop ones."""
+    return [(k, v) for k, v in request.headers.items() if not k.lower().startswith(OWN_PREFIX)]
 
 
 def session_id_of(request: Request) -> str | None:

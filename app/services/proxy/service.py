@@ -5,7 +5,8 @@ it, recover from a context overflow once, and hand the upstream's answer back as
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -25,9 +26,29 @@ log = logging.getLogger("compactor.proxy")
 class UpstreamNotConfiguredError(CompactorError):
     """The route's upstream has no configured URL."""
 
-    def __init__(self, message: str, variable: str) -> None:
+    def __init__(self, message: str, variable: str, upstream: Upstream) -> None:
         super().__init__(message)
         self.variable = variable
+        self.upstream = upstream
+
+
+@dataclass
+class PlainCall:
+    """A request forwarded untouched: a route the service does not manage (`/v1/files`,
+    `/v1/embeddings`, …) or the model list. Never parsed; the body goes on as it arrives."""
+
+    upstream: Upstream
+    method: str
+    # The path under the upstream's configured base URL.
+    path: str
+    # The caller's headers to forward (credentials included; never logged or stored).
+    headers: list[tuple[str, str]]
+    body: bytes | AsyncIterable[bytes] | None = None
+    query: str = ""
+    # The caller's declared Content-Length of a body given as chunks.
+    content_length: int | None = None
+    # Its name in metrics (`pass_through`, or the API whose model list it is).
+    label: str = "pass_through"
 
 
 class ProxyService:
@@ -53,6 +74,7 @@ class ProxyService:
                 f"no {upstream.value} upstream is configured; set {variable} to the API's "
                 "base URL to use the proxy routes",
                 variable,
+                upstream,
             )
         return url
 
@@ -84,14 +106,23 @@ class ProxyService:
             answer = await self._send(call, url, retry_body)
         return await self._answer(exchange, answer)
 
-    async def forward_plain(self, call: ProxyCall, url_path: str, method: str) -> ProxyAnswer:
-        """A request forwarded untouched (e.g. GET /v1/models)."""
-        url = self.base_url(call.api.upstream) + url_path
-        answer = await self.upstream.open(method, url, call.headers, call.raw or None, call.query)
-        report = ProxyReport()
-        if answer.is_event_stream:
-            return self._streamed(call, answer, report, self._relay(answer, None, None))
-        return self._finished(call, answer, report, await answer.read())
+    async def forward_plain(self, plain: PlainCall) -> ProxyAnswer:
+        """A request forwarded untouched; the answer relayed as it arrives, whatever its
+        type (a file download, audio, an event stream), never held whole."""
+        url = self.base_url(plain.upstream) + plain.path
+        answer = await self.upstream.open(
+            plain.method,
+            url,
+            plain.headers,
+            plain.body,
+            plain.query,
+            content_length=plain.content_length,
+        )
+        self.observer.proxied(plain.label, answer.status, streamed=answer.is_event_stream)
+        headers = answer.headers
+        if answer.length is not None:
+            headers = [*headers, ("content-length", answer.length)]
+        return ProxyAnswer(answer.status, headers, ProxyReport(), stream=answer.chunks())
 
     async def _answer(self, exchange: Exchange, answer: UpstreamAnswer) -> ProxyAnswer:
         """The answer to give back: relayed as it arrives when it is an event stream; a
