@@ -33,7 +33,7 @@ from app.engine.errors import (
     UpstreamUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
-from app.formats.apis.vendor_errors import vendor_error_body
+from app.formats.apis.registry import vendor_error_body
 from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,

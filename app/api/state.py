@@ -25,6 +25,7 @@ from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
 from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
+from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -57,6 +58,8 @@ class AppState:
     ready: bool = False
     # Proxy mode (SPEC §10): built in `running_state` around the shared upstream client.
     proxy: ProxyService | None = None
+    # Spans (SPEC §18); the null tracer unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    tracer: Tracer = field(default_factory=NullTracer)
 
 
 class LifespanState(TypedDict):

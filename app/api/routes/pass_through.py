@@ -33,7 +33,7 @@ from app.api.proxy_headers import caller_headers
 from app.api.routes.proxy import proxy_response
 from app.engine.errors import CallerGoneError
 from app.engine.ports import CallerGone
-from app.formats.apis.pass_through import has_dot_segment, path_under_base, upstream_for
+from app.formats.apis.registry import has_dot_segment, path_under_base, upstream_for
 from app.services.proxy.report import ProxyAnswer
 from app.services.proxy.service import PlainCall, ProxyService
 

@@ -22,9 +22,8 @@ from app.api.proxy_headers import answer_headers, caller_headers
 from app.api.relay import RelayedStream, whole_answer
 from app.api.state import AppState
 from app.engine.ports import CallerGone
-from app.formats.apis.pass_through import path_under_base, upstream_for
 from app.formats.apis.protocol import VendorApi
-from app.formats.apis.registry import VENDOR_APIS
+from app.formats.apis.registry import VENDOR_APIS, path_under_base, upstream_for
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.report import ProxyAnswer
 from app.services.proxy.service import PlainCall, ProxyService

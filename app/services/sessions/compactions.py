@@ -193,6 +193,7 @@ class SessionCompactor:
             strategy=strategy or settings.effective_strategy,
             clear=settings.effective_clear,
             pinned=settings.pinned,
+            subject={"session_id": session.id},
         )
         outcome = await self.compaction.compact(context.history(), options, caller_gone)
         if not outcome.compacted:
