@@ -52,6 +52,7 @@ from app.services.native.proxy_stage import (
     ResponsesHandler,
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
@@ -285,6 +286,9 @@ def build_state(
         ),
         outbound=outbound,
         tracer=tracer,
+        recent_decisions=RecentDecisions(
+            settings.inspector_recent_requests, with_content=settings.inspector_show_content
+        ),
     )
 
 
@@ -367,6 +371,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         stages=proxy_stages(state),
         observer=state.metrics,
         tracer=state.tracer,
+        decisions=state.recent_decisions,
     )
     stack.callback(setattr, state, "proxy", None)
 

@@ -20,6 +20,7 @@ from app.services.estimation import EstimationService
 from app.services.inspector.logins import InspectorLogins
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
@@ -60,6 +61,8 @@ class AppState:
     proxy: ProxyService | None = None
     # Spans (SPEC §18); the null tracer unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
     tracer: Tracer = field(default_factory=NullTracer)
+    # The inspector's recent stateless proxy decisions (in memory, per process).
+    recent_decisions: RecentDecisions = field(default_factory=RecentDecisions)
 
 
 class LifespanState(TypedDict):

@@ -25,6 +25,9 @@ class ProxyReport:
     session_id: str | None = None
     cache_hit: bool = False
     overflow_retried: bool = False
+    # The request's model and the threshold it was held against, once counted.
+    model: str | None = None
+    threshold: int | None = None
     # Why compaction was skipped or failed open, for the log (never the caller's data).
     note: str | None = None
 

@@ -18,6 +18,7 @@ from app.formats.apis.protocol import ReplyStream, Upstream, UpstreamReply
 from app.providers.upstream import UpstreamAnswer, UpstreamClient
 from app.services.compaction_log import log_overflow_retry
 from app.services.proxy.call import ProxyCall
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.observer import NullProxyObserver, ProxyObserver
 from app.services.proxy.pipeline import Exchange, ProxyStage, ReplyRecorder
 from app.services.proxy.report import ProxyAnswer, ProxyReport
@@ -64,8 +65,10 @@ class ProxyService:
         stages: Sequence[ProxyStage],
         observer: ProxyObserver | None = None,
         tracer: Tracer | None = None,
+        decisions: RecentDecisions | None = None,
     ) -> None:
         self.upstream = upstream
+        self.decisions = decisions
         self.upstream_urls = dict(upstream_urls)
         self.stages = tuple(stages)
         self.observer: ProxyObserver = observer or NullProxyObserver()
@@ -95,6 +98,7 @@ class ProxyService:
             if immediate is not None:
                 streamed = immediate.stream is not None
                 self.observer.proxied(call.api.name, immediate.status, streamed=streamed)
+                self._decided(call, exchange.report, immediate.status)
                 return immediate
         if exchange.report.note:
             log.info(
@@ -278,6 +282,7 @@ class ProxyService:
         self, call: ProxyCall, answer: UpstreamAnswer, report: ProxyReport, content: bytes
     ) -> ProxyAnswer:
         self.observer.proxied(call.api.name, answer.status, streamed=False)
+        self._decided(call, report, answer.status)
         return ProxyAnswer(answer.status, answer.headers, report, body=content)
 
     def _streamed(
@@ -288,7 +293,14 @@ class ProxyService:
         stream: AsyncIterator[bytes],
     ) -> ProxyAnswer:
         self.observer.proxied(call.api.name, answer.status, streamed=True)
+        self._decided(call, report, answer.status)
         return ProxyAnswer(answer.status, answer.headers, report, stream=stream)
+
+    def _decided(self, call: ProxyCall, report: ProxyReport, status: int) -> None:
+        """Keeps a stateless request's decision for the inspector (bound sessions have
+        their own pages)."""
+        if self.decisions is not None and not call.bound:
+            self.decisions.record(call, report, status)
 
     @staticmethod
     async def _relay(

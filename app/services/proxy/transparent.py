@@ -136,6 +136,7 @@ class TransparentCompactor:
             report.note = f"history not compactable: {exc.where or 'body'}"
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
+        report.model, report.threshold = wanted.model, counted.threshold
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
             self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
