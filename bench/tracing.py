@@ -173,7 +173,7 @@ def run(off: str, on: str, n: int) -> None:
     print(f"  null tracer per request     {null * 1e6:8.2f} µs = {null / off50:.5%} of the request")
     print(
         f"  spans exported              {_Sink.spans:,} ({_Sink.received:,} bytes of OTLP "
-        f"protobuf) for {n + 3} requests"
+        f"protobuf) for {n + 2} proxied requests and the health checks"
     )
 
 
