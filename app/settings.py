@@ -98,12 +98,12 @@ class Settings(BaseSettings):
     upstream_connect_timeout_seconds: float = Field(default=10.0, gt=0)
     # Summaries of resent history prefixes kept per tenant (oldest evicted first).
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
-    # The inspector's recent stateless proxy requests: the newest this many per tenant,
-    # in memory per process (each replica shows what it handled).
     inspector_recent_requests: int = Field(default=200, ge=1, le=100_000)
-    # Also keep the start of each such request's last message (300 characters) for the
-    # inspector; off by default: the inspector then shows no message content.
+    """The inspector's recent stateless proxy requests (`/ui/requests`): the newest this
+    many per tenant, in memory per process (each replica shows what it handled)."""
     inspector_show_content: bool = False
+    """Also keep the first 300 characters of each such request's last message for
+    `/ui/requests`; off by default, and the inspector then shows no message content."""
 
     def api_key_spec(self) -> str | None:
         """The configured `tenant:key` list from the variable and/or the file; None when

@@ -43,12 +43,18 @@ def report_headers(report: ProxyReport) -> list[tuple[str, str]]:
     def number(value: int | None) -> str:
         return "" if value is None else str(value)
 
-    return [
+    headers = [
         ("x-compactor-compacted", "true" if report.compacted else "false"),
         ("x-compactor-tokens-before", number(report.tokens_before)),
         ("x-compactor-tokens-after", number(report.tokens_after)),
         ("x-compactor-session", report.session_id or ""),
     ]
+    if report.model_known is not None:
+        # SPEC §18: a model nobody knew is said, never silently given a guessed window.
+        headers.append(("x-compactor-model-known", "true" if report.model_known else "false"))
+    if report.window_source is not None:
+        headers.append(("x-compactor-context-window-source", report.window_source))
+    return headers
 
 
 def answer_headers(answer: ProxyAnswer) -> Sequence[tuple[str, str]]:

@@ -39,10 +39,17 @@ def window_source(counted: CountedHistory) -> str:
     return "fallback" if counted.settings.context_window is None else "known"
 
 
+def model_known(counted: CountedHistory) -> bool | None:
+    """Whether anything knew the model (the estimation's `model_known`, where it has one)."""
+    known = getattr(counted, "model_known", None)
+    return known if isinstance(known, bool) else None
+
+
 def decision_fields(counted: CountedHistory) -> dict[str, Any]:
     """The fields that say why the threshold is where it is."""
     return {
         "model": counted.choice.model.name,
+        "model_known": model_known(counted),
         "threshold": counted.threshold,
         "context_window": counted.settings.effective_window,
         "window_source": window_source(counted),

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from app.request_context import RequestIdFilter
+from app.services.estimation import CountedHistory
 from tests.integration.fake_upstreams import FakeUpstream, context_too_long_openai
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import openai_client
@@ -105,3 +106,25 @@ def test_an_overflow_retry_is_one_line(
     assert retry["tokens_after"] < retry["tokens_before"]
     (compaction,) = events(lines, "compaction")
     assert compaction["trigger"] == "overflow"
+
+
+@pytest.mark.skipif(
+    not hasattr(CountedHistory, "model_known"),
+    reason="MODEL-KNOWN HEADER NOT TESTED: this estimation has no model_known yet "
+    "(it comes with the ops-config merge)",
+)
+def test_proxy_answers_say_whether_the_model_was_known(
+    tmp_path: Path, upstream: FakeUpstream, lines: pytest.LogCaptureFixture
+) -> None:
+    with live_service(proxy_settings(tmp_path, upstream)) as url:
+        client = openai_client(url)
+        known = client.chat.completions.with_raw_response.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}]
+        )
+        unknown = client.chat.completions.with_raw_response.create(
+            model="my-gateway-alias-xyz", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert known.headers["x-compactor-model-known"] == "true"
+    assert known.headers["x-compactor-context-window-source"] == "registry"
+    assert unknown.headers["x-compactor-model-known"] == "false"
+    assert unknown.headers["x-compactor-context-window-source"] == "fallback"
