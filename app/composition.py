@@ -8,8 +8,9 @@ migrates, disposes). The app lifespan, the CLI and tests all go through these tw
 from __future__ import annotations
 
 import logging
+import os
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -54,6 +55,7 @@ from app.services.native.proxy_stage import (
     ResponsesHandler,
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
@@ -61,6 +63,7 @@ from app.services.proxy.transparent import TransparentCompactor, TransparentStag
 from app.services.sessions.service import SessionService
 from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
+from app.services.tracing import NullTracer, TracedSummarizer, Tracer
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
@@ -153,12 +156,37 @@ def model_registry(settings: Settings) -> ModelRegistry:
     )
 
 
-def outbound_client(settings: Settings) -> httpx.AsyncClient:
+def build_tracer() -> Tracer:
+    """OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (OTLP/HTTP); else
+    the null tracer, and no OpenTelemetry module is imported at all."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return NullTracer()
+    from app.providers.otel_tracing import otlp_tracer
+
+    return otlp_tracer()
+
+
+def traceparent_hook(tracer: Tracer) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx request hook writing the current span's `traceparent` on each request
+    (the summarizer's calls, the proxy's upstream calls): their traces join the request's."""
+
+    async def inject(request: httpx.Request) -> None:
+        carrier: dict[str, str] = {}
+        tracer.inject(carrier)
+        for name, value in carrier.items():
+            request.headers[name] = value
+
+    return inject
+
+
+def outbound_client(settings: Settings, tracer: Tracer | None = None) -> httpx.AsyncClient:
     """The one client outbound model calls share; opened and closed by `running_state`."""
+    hooks = {"request": [traceparent_hook(tracer)]} if tracer is not None and tracer.enabled else {}
     return httpx.AsyncClient(
         timeout=httpx.Timeout(settings.summarizer_timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
         follow_redirects=False,
         headers={"user-agent": f"context-compactor/{__version__}"},
+        event_hooks=hooks,
     )
 
 
@@ -208,6 +236,7 @@ def build_state(
     tokenizers: TokenizerRegistry | None = None,
     metrics: Metrics | None = None,
     outbound: httpx.AsyncClient | None = None,
+    tracer: Tracer | None = None,
 ) -> AppState:
     """Everything requests share, built from settings (no I/O beyond local files).
 
@@ -224,6 +253,9 @@ def build_state(
             settings, outbound, models, on_retry=lambda reason: retries.labels(name, reason).inc()
         )
     catalog = ModelCatalog(models)
+    tracer = tracer or NullTracer()
+    if tracer.enabled:
+        summarizer = TracedSummarizer(summarizer, tracer)
     estimation = EstimationService(
         tokenizers, catalog, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
@@ -234,6 +266,7 @@ def build_state(
         default_thinking=settings.summarizer_thinking,
         marker=marker,
         observer=observed,
+        tracer=tracer,
     )
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
@@ -274,6 +307,10 @@ def build_state(
             settings.ui_login_seconds,
         ),
         outbound=outbound,
+        tracer=tracer,
+        recent_decisions=RecentDecisions(
+            settings.inspector_recent_requests, with_content=settings.inspector_show_content
+        ),
     )
 
 
@@ -284,19 +321,25 @@ async def running_state(
     summarizer: Summarizer | None = None,
     tokenizers: TokenizerRegistry | None = None,
     metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[AppState]:
     """The app state for the block: outbound client open, tokenizers warm, schema migrated
-    when `settings.migrate_on_start`, `ready` while the block runs."""
+    when `settings.migrate_on_start`, `ready` while the block runs. A `tracer`'s spans
+    are flushed when the block ends (it is shut down at exit)."""
     async with AsyncExitStack() as stack:
+        flush = getattr(tracer, "force_flush", None)
+        if flush is not None:
+            stack.callback(flush)
         outbound = None
         if summarizer is None and needs_http_client(settings):
-            outbound = await stack.enter_async_context(outbound_client(settings))
+            outbound = await stack.enter_async_context(outbound_client(settings, tracer))
         state = build_state(
             settings,
             summarizer=summarizer,
             tokenizers=tokenizers,
             metrics=metrics,
             outbound=outbound,
+            tracer=tracer,
         )
         stack.callback(state.close_store)
         state.tokenizers.warm()
@@ -355,6 +398,8 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         },
         stages=proxy_stages(state),
         observer=state.metrics,
+        tracer=state.tracer,
+        decisions=state.recent_decisions,
     )
     stack.callback(setattr, state, "proxy", None)
 
@@ -380,7 +425,7 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         ),
     }
     compactor = TransparentCompactor(
-        state.estimation, state.compaction, state.summary_cache, state.metrics
+        state.estimation, state.compaction, state.summary_cache, state.metrics, tracer=state.tracer
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

@@ -234,6 +234,13 @@ class Settings(BaseSettings):
     """Bearer key for reading the upstreams' model lists (LiteLLM's `/model/info` needs
     one; OpenRouter's list is public)."""
 
+    inspector_recent_requests: int = Field(default=200, ge=1, le=100_000)
+    """The inspector's recent stateless proxy requests (`/ui/requests`): the newest this
+    many per tenant, in memory per process (each replica shows what it handled)."""
+    inspector_show_content: bool = False
+    """Also keep the first 300 characters of each such request's last message for
+    `/ui/requests`; off by default, and the inspector then shows no message content."""
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -34,6 +34,7 @@ from app.engine.errors import (
     UpstreamUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
+from app.formats.apis.registry import vendor_error_body
 from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,
@@ -121,6 +122,22 @@ def on_vendor_route(request: Request) -> bool:
     return request.url.path.startswith("/v1/")
 
 
+def upstream_not_configured(exc: UpstreamNotConfiguredError) -> Response:
+    """The answer of a proxy route whose upstream has no URL: in the vendor's own error
+    shape (its SDK raises it as a BadRequestError naming the variable) and marked not to
+    be retried (`x-should-retry: false`, which both vendors' SDKs obey)."""
+    problem = PROBLEM_TYPES[UpstreamNotConfiguredError]
+    body = vendor_error_body(
+        exc.upstream, "invalid_request_error", str(exc), code="upstream_not_configured"
+    )
+    return Response(
+        orjson.dumps(body),
+        status_code=problem.status,
+        media_type="application/json",
+        headers={"x-should-retry": "false"},
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ProblemType:
     """How one error class is answered: status, title, and the slug of its `type` URI."""
@@ -167,8 +184,9 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
     ),
     SummarizerTimeoutError: ProblemType(504, "Summarizer timed out", "summarizer-timeout"),
     CallerGoneError: ProblemType(499, "Client closed request", "client-closed"),
+    # 400, not 503: the SDKs retry 5xx (twice, by default) before the caller sees why.
     UpstreamNotConfiguredError: ProblemType(
-        503, "Upstream not configured", "upstream-not-configured"
+        400, "Upstream not configured", "upstream-not-configured"
     ),
     UpstreamError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
     UpstreamUnavailableError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
@@ -221,6 +239,8 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_domain(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CompactorError)
+        if isinstance(exc, UpstreamNotConfiguredError):
+            return upstream_not_configured(exc)
         problem = problem_type_for(exc)
         if problem is INTERNAL_ERROR:
             log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)

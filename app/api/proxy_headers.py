@@ -12,8 +12,10 @@ from app.services.proxy.report import AnswerMedia, ProxyAnswer, ProxyReport
 
 MODE_HEADER = "x-compactor-mode"
 SESSION_HEADER = "x-compactor-session"
-# The service's own headers: read here, never forwarded (X-Compactor-Key is a secret).
-OWN_HEADERS = frozenset(h.lower() for h in (PROXY_KEY_HEADER, MODE_HEADER, SESSION_HEADER))
+# The service's own headers (X-Compactor-Key, -Mode, -Session, …) are read here and never
+# forwarded: X-Compactor-Key is a secret, and the upstream has no business with the rest.
+OWN_PREFIX = "x-compactor-"
+assert all(h.lower().startswith(OWN_PREFIX) for h in (PROXY_KEY_HEADER, MODE_HEADER))
 _MEDIA_TYPES = {
     AnswerMedia.JSON: [("content-type", "application/json")],
     AnswerMedia.EVENT_STREAM: [
@@ -24,8 +26,9 @@ _MEDIA_TYPES = {
 
 
 def caller_headers(request: Request) -> list[tuple[str, str]]:
-    """Credentials and vendor headers exactly as sent; the transport drops hop-by-hop ones."""
-    return [(k, v) for k, v in request.headers.items() if k.lower() not in OWN_HEADERS]
+    """Credentials and vendor headers exactly as sent, minus the service's own
+    (X-Compactor-*); the transport drops hop-by-hop ones."""
+    return [(k, v) for k, v in request.headers.items() if not k.lower().startswith(OWN_PREFIX)]
 
 
 def session_id_of(request: Request) -> str | None:
@@ -40,12 +43,18 @@ def report_headers(report: ProxyReport) -> list[tuple[str, str]]:
     def number(value: int | None) -> str:
         return "" if value is None else str(value)
 
-    return [
+    headers = [
         ("x-compactor-compacted", "true" if report.compacted else "false"),
         ("x-compactor-tokens-before", number(report.tokens_before)),
         ("x-compactor-tokens-after", number(report.tokens_after)),
         ("x-compactor-session", report.session_id or ""),
     ]
+    if report.model_known is not None:
+        # SPEC §18: a model nobody knew is said, never silently given a guessed window.
+        headers.append(("x-compactor-model-known", "true" if report.model_known else "false"))
+    if report.window_source is not None:
+        headers.append(("x-compactor-context-window-source", report.window_source))
+    return headers
 
 
 def answer_headers(answer: ProxyAnswer) -> Sequence[tuple[str, str]]:

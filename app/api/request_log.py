@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.metrics import Metrics
 from app.api.problems import problem_response
 from app.request_context import request_id_bound
+from app.services.tracing import NullTracer, Tracer
 
 REQUEST_ID_HEADER = "x-request-id"
 # The service's own id beside an upstream's X-Request-ID: the one its log lines carry.
@@ -27,9 +28,10 @@ error_log = logging.getLogger("compactor.error")
 class RequestObservation:
     """ASGI middleware: request id in and out, metrics by route, one JSON log per request."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, tracer: Tracer | None = None) -> None:
         self.app = app
         self.metrics = metrics
+        self.tracer: Tracer = tracer or NullTracer()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -59,7 +61,13 @@ class RequestObservation:
                 message = {**message, "headers": headers}
             await send(message)
 
-        with request_id_bound(request_id):
+        method = scope.get("method", "")
+        carrier = _trace_carrier(scope) if self.tracer.enabled else {}
+        attributes = {"http.request.method": method, "compactor.request_id": request_id}
+        with (
+            request_id_bound(request_id),
+            self.tracer.server_span(method, carrier, attributes) as span,
+        ):
             try:
                 await self.app(scope, receive, send_with_id)
             except Exception:
@@ -80,7 +88,9 @@ class RequestObservation:
                 elapsed = time.perf_counter() - start
                 route = scope.get("route")
                 template = getattr(route, "path", None) or "unmatched"
-                method = scope.get("method", "")
+                span.update_name(f"{method} {template}")
+                span.set_attribute("http.route", template)
+                span.set_attribute("http.response.status_code", status)
                 self.metrics.requests.labels(template, method, str(status)).inc()
                 self.metrics.latency.labels(template, method).observe(elapsed)
                 access_log.info(
@@ -94,3 +104,13 @@ class RequestObservation:
                         "duration_ms": round(elapsed * 1000, 2),
                     },
                 )
+
+
+def _trace_carrier(scope: Scope) -> dict[str, str]:
+    """The caller's W3C trace context headers, to continue its trace."""
+    wanted = (b"traceparent", b"tracestate")
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope.get("headers", [])
+        if name.lower() in wanted
+    }

@@ -20,11 +20,13 @@ from app.services.inspector.logins import InspectorLogins
 from app.services.model_catalog import ModelCatalog, UpstreamModelWindows
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
 from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
+from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -60,6 +62,10 @@ class AppState:
     proxy: ProxyService | None = None
     # Refreshes `models` from the upstreams' model lists (COMPACTOR_MODELS_FROM_UPSTREAM).
     model_windows: UpstreamModelWindows | None = None
+    # Spans (SPEC §18); the null tracer unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    tracer: Tracer = field(default_factory=NullTracer)
+    # The inspector's recent stateless proxy decisions (in memory, per process).
+    recent_decisions: RecentDecisions = field(default_factory=RecentDecisions)
 
 
 class LifespanState(TypedDict):

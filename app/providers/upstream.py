@@ -5,7 +5,7 @@ model's work)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -59,6 +59,15 @@ class UpstreamAnswer:
     _response: httpx.Response
 
     @property
+    def length(self) -> str | None:
+        """The upstream's Content-Length when the body is relayed as sent (no encoding
+        httpx undoes), so a relayed download keeps its size; None otherwise."""
+        headers = self._response.headers
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        length = headers.get("content-length")
+        return length if encoding == "identity" and length and length.isdigit() else None
+
+    @property
     def is_event_stream(self) -> bool:
         return self.content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
 
@@ -101,12 +110,20 @@ class UpstreamClient:
         method: str,
         url: str,
         headers: Sequence[tuple[str, str]],
-        body: bytes | None,
+        body: bytes | AsyncIterable[bytes] | None,
         query: str = "",
+        *,
+        content_length: int | None = None,
     ) -> UpstreamAnswer:
-        """Sends the request and returns once the answer's status and headers arrived."""
+        """Sends the request and returns once the answer's status and headers arrived.
+
+        A body given as chunks is sent as they come (never held whole); with the caller's
+        `content_length` it goes with that length, else chunked."""
+        sent = forwardable(headers)
+        if content_length is not None and not isinstance(body, bytes):
+            sent.append(("content-length", str(content_length)))
         request = self._client.build_request(
-            method, url + (f"?{query}" if query else ""), headers=forwardable(headers), content=body
+            method, url + (f"?{query}" if query else ""), headers=sent, content=body
         )
         # Errors name the upstream by host only: its configured URL may carry a user and
         # password, and the caller has no business knowing the internal address anyway.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -29,11 +30,13 @@ from app.engine.errors import (
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
 from app.services.clearing import ClearedHistory, clear_history
+from app.services.compaction_log import log_compaction
 from app.services.compaction_outcome import CompactionOutcome
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.strategies.protocol import CompactionJob
 from app.services.strategies.registry import STRATEGIES, strategy_for
+from app.services.tracing import NullTracer, Span, Tracer
 
 __all__ = ["CompactionObserver", "CompactionOutcome", "CompactionService", "NullObserver"]
 
@@ -75,12 +78,14 @@ class CompactionService:
         default_thinking: ThinkingLevel = ThinkingLevel.OFF,
         marker: SummaryMarker | None = None,
         observer: CompactionObserver | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.estimation = estimation
         self.summarizer = summarizer
         self.default_thinking = default_thinking
         self.marker = marker or SummaryMarker()
         self.observer: CompactionObserver = observer or NullObserver()
+        self.tracer: Tracer = tracer or NullTracer()
 
     async def compact(
         self,
@@ -92,7 +97,34 @@ class CompactionService:
         """Compacts when over the threshold (or forced); never returns a partial result.
 
         `counted` is `history` already counted (the caller decided on it): not counted
-        again."""
+        again. A compaction that changed the history writes one log line (compaction_log)."""
+        started = time.perf_counter()
+        attributes = {"compactor.trigger": options.trigger}
+        with self.tracer.span("compaction", attributes=attributes) as span:
+            outcome = await self._observed(history, options, caller_gone, counted)
+            _describe(span, outcome)
+        if outcome.compacted:
+            info = self.summarizer.info
+            log_compaction(
+                outcome.counted,
+                tokens_after=outcome.tokens_after,
+                trigger=options.trigger,
+                strategy=outcome.strategy,
+                applied=outcome.applied,
+                summarizer=f"{info.provider}/{info.model}",
+                duration_ms=(time.perf_counter() - started) * 1000,
+                subject=options.subject,
+                summarized_messages=len(outcome.plan.to_summarize) if outcome.plan else None,
+            )
+        return outcome
+
+    async def _observed(
+        self,
+        history: HistoryInput,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+        counted: CountedHistory | None,
+    ) -> CompactionOutcome:
         provider = self.summarizer.info.provider
         try:
             outcome = await self._compact(history, options, caller_gone, counted)
@@ -279,6 +311,14 @@ class CompactionService:
         level = requested or self.default_thinking
         supported = self.summarizer.info.thinking_levels
         return clamp_level(level, supported) if supported else ThinkingLevel.OFF
+
+
+def _describe(span: Span, outcome: CompactionOutcome) -> None:
+    span.set_attribute("compactor.compacted", outcome.compacted)
+    span.set_attribute("compactor.tokens_before", outcome.tokens_before)
+    if outcome.tokens_after is not None:
+        span.set_attribute("compactor.tokens_after", outcome.tokens_after)
+    span.set_attribute("compactor.strategy", outcome.strategy)
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

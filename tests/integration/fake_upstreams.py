@@ -32,6 +32,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    # The body's bytes as they arrived (a multipart upload, a binary file).
+    raw: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -420,15 +422,27 @@ def _sse(name: str | None, data: Any) -> bytes:
 
 def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def _serve(self, method: str) -> None:
+        def _read_body(self) -> bytes:
+            if "chunked" in self.headers.get("transfer-encoding", "").lower():
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        self.rfile.readline()
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
             length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            return self.rfile.read(length) if length else b""
+
+        def _serve(self, method: str) -> None:
+            raw = self._read_body()
             try:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:
                 body = raw.decode(errors="replace")
             headers = {k.lower(): v for k, v in self.headers.items()}
-            answer = fake.take(Received(method, self.path, headers, body))
+            answer = fake.take(Received(method, self.path, headers, body, raw))
             self.close_connection = True
             if answer.hold_before_headers:
                 fake.hold(self.connection)
@@ -474,6 +488,15 @@ def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._serve("GET")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -26,7 +26,7 @@ from app.engine.errors import (
 )
 from app.formats.apis.protocol import LocalCount, Upstream, VendorApi
 from app.formats.apis.registry import VENDOR_APIS
-from app.services.proxy.call import ProxyCall, ProxyMode
+from app.services.proxy.service import PlainCall
 from app.services.sessions.errors import SessionNotFoundError, StoreUnavailableError
 
 router = APIRouter(tags=["native"], route_class=OrjsonRoute)
@@ -60,15 +60,16 @@ async def forwarded(
     to the request as received; None when the service answers itself."""
     if state.settings.native_edits != "forward" or state.proxy is None:
         return None
-    call = ProxyCall(
-        api=VENDOR_APIS.for_upstream(upstream),
-        tenant=tenant,
-        raw=await request.body(),
+    call = PlainCall(
+        upstream=upstream,
+        method="POST",
+        path=path,
         headers=caller_headers(request),
-        mode=ProxyMode.OFF,
+        body=await request.body(),
         query=request.url.query,
+        label=VENDOR_APIS.for_upstream(upstream).name,
     )
-    return proxy_response(await state.proxy.forward_plain(call, path, "POST"))
+    return proxy_response(await state.proxy.forward_plain(call))
 
 
 class CountTokensContextManagement(BaseModel):

@@ -24,11 +24,11 @@ from app.api.proxy_headers import answer_headers, caller_headers
 from app.api.relay import RelayedStream, whole_answer
 from app.api.state import AppState
 from app.engine.ports import CallerGone
-from app.formats.apis.protocol import Upstream, VendorApi
-from app.formats.apis.registry import VENDOR_APIS
+from app.formats.apis.protocol import VendorApi
+from app.formats.apis.registry import VENDOR_APIS, path_under_base, upstream_for
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.report import ProxyAnswer
-from app.services.proxy.service import ProxyService
+from app.services.proxy.service import PlainCall, ProxyService
 
 router = APIRouter(tags=["proxy"])
 
@@ -68,14 +68,14 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
     },
     400: {
         "model": Problem,
-        "description": "An invalid X-Compactor-Mode, or native context management the "
+        "description": "An invalid X-Compactor-Mode, native context management the "
         "service refuses (on-demand compaction refusals come in the vendor's own error "
-        "shape, with its error_code).",
+        "shape, with its error_code), or no upstream is configured for this API (in the "
+        "vendor's error shape, naming the variable to set).",
     },
     401: {"model": Problem},
     404: {"model": Problem, "description": "X-Compactor-Session names no session."},
     502: {"model": Problem, "description": "The upstream is unreachable."},
-    503: {"model": Problem, "description": "No upstream is configured for this API."},
     504: {"model": Problem, "description": "The upstream did not answer in time."},
 }
 _BODY = {
@@ -186,31 +186,26 @@ for _api in VENDOR_APIS:
     )
 
 
-def _models_upstream(request: Request) -> Upstream:
-    # Anthropic's SDK always sends anthropic-version; OpenAI's never does.
-    return Upstream.ANTHROPIC if "anthropic-version" in request.headers else Upstream.OPENAI
-
-
-# Where each upstream lists its models, under its configured base URL.
-_MODELS_PATHS = {Upstream.OPENAI: "/models", Upstream.ANTHROPIC: "/v1/models"}
-
-
 async def _forward_models(
     request: Request, proxy: ProxyService, tenant: str, suffix: str
 ) -> Response:
-    upstream = _models_upstream(request)
-    call = ProxyCall(
-        api=VENDOR_APIS.for_upstream(upstream),
-        tenant=tenant,
-        raw=b"",
+    path = "/v1/models" + suffix
+    upstream = upstream_for(path, request.headers.keys())
+    call = PlainCall(
+        upstream=upstream,
+        method="GET",
+        path=path_under_base(upstream, path),
         headers=caller_headers(request),
-        mode=ProxyMode.OFF,
         query=request.url.query,
+        label=VENDOR_APIS.for_upstream(upstream).name,
     )
-    return proxy_response(await proxy.forward_plain(call, _MODELS_PATHS[upstream] + suffix, "GET"))
+    return proxy_response(await proxy.forward_plain(call))
 
 
-_MODEL_ANSWERS = {k: v for k, v in _ANSWERS.items() if k != 400}
+_MODEL_ANSWERS = {
+    **_ANSWERS,
+    400: {"model": Problem, "description": "No upstream is configured for this API."},
+}
 
 
 @router.get("/v1/models", responses=_MODEL_ANSWERS)
@@ -227,18 +222,19 @@ async def get_model(
     management the service emulates (its edits and on-demand compaction)."""
     if model_id in (".", ".."):
         raise ApiError(404, "Not found", "no such model", "not-found")
-    upstream = _models_upstream(request)
-    call = ProxyCall(
-        api=VENDOR_APIS.for_upstream(upstream),
-        tenant=tenant,
-        raw=b"",
+    path = "/v1/models/" + quote(model_id, safe="")
+    upstream = upstream_for(path, request.headers.keys())
+    api = VENDOR_APIS.for_upstream(upstream)
+    call = PlainCall(
+        upstream=upstream,
+        method="GET",
+        path=path_under_base(upstream, path),
         headers=caller_headers(request),
-        mode=ProxyMode.OFF,
         query=request.url.query,
+        label=api.name,
     )
-    path = _MODELS_PATHS[upstream] + "/" + quote(model_id, safe="")
-    answer = await proxy.forward_plain(call, path, "GET")
-    wire = call.api.context_management
+    answer = await proxy.forward_plain(call)
+    wire = api.context_management
     emulated = state.settings.native_edits == "emulate"
     if wire is not None and emulated and answer.status == 200 and answer.stream is None:
         answer = replace(answer, body=wire.with_capabilities(answer.body))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
@@ -128,6 +129,25 @@ def session_page(
             "inspection": inspection,
             "chart": layout_chart(inspection.curve),
             "entries_per_page": ENTRIES_PER_PAGE,
+            "tenant": viewer,
+            "logged_in": keys_configured(request),
+        },
+    )
+
+
+@router.get("/requests", response_class=HTMLResponse)
+def requests_page(request: Request, viewer: Viewer, state: State) -> Response:
+    """The viewer's recent stateless proxy requests and what the proxy decided for each."""
+    if viewer is None:
+        return _to_login(request)
+    decisions = state.recent_decisions
+    return _render(
+        request,
+        "requests.html",
+        {
+            "decisions": [(datetime.fromtimestamp(d.at, UTC), d) for d in decisions.recent(viewer)],
+            "kept": decisions.per_tenant,
+            "with_content": decisions.with_content,
             "tenant": viewer,
             "logged_in": keys_configured(request),
         },

@@ -1,4 +1,6 @@
-"""The typed registry of vendor APIs the proxy speaks (SPEC §10, §11)."""
+"""The typed registry of vendor APIs the proxy speaks (SPEC §10, §11), and what is known
+per upstream rather than per API: where an unmanaged `/v1/*` request goes
+(`upstream_for`, `path_under_base`) and each vendor's error shape (`vendor_error_body`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,19 @@ from collections.abc import Iterable, Iterator
 from app.formats.apis.chat_completions import CHAT_COMPLETIONS
 from app.formats.apis.gemini import GEMINI, GEMINI_STREAM
 from app.formats.apis.messages import MESSAGES
+from app.formats.apis.pass_through import has_dot_segment, path_under_base, upstream_for
 from app.formats.apis.protocol import Upstream, VendorApi
 from app.formats.apis.responses import RESPONSES
+from app.formats.apis.vendor_errors import vendor_error_body
+
+__all__ = [
+    "VENDOR_APIS",
+    "VendorApiRegistry",
+    "has_dot_segment",
+    "path_under_base",
+    "upstream_for",
+    "vendor_error_body",
+]
 
 
 class VendorApiRegistry:

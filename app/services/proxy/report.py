@@ -25,6 +25,13 @@ class ProxyReport:
     session_id: str | None = None
     cache_hit: bool = False
     overflow_retried: bool = False
+    # The request's model and the threshold it was held against, once counted.
+    model: str | None = None
+    threshold: int | None = None
+    # Whether anything (registry, alias, configuration, upstream list) knew the model,
+    # and where its window came from; None when the estimation does not say (SPEC §18).
+    model_known: bool | None = None
+    window_source: str | None = None
     # Why compaction was skipped or failed open, for the log (never the caller's data).
     note: str | None = None
 

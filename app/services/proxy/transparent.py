@@ -11,6 +11,7 @@ a stable prefix for the upstream's own prompt cache.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -21,7 +22,8 @@ from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.services.compaction import CompactionService
-from app.services.estimation import EstimationService
+from app.services.compaction_log import log_compaction, model_known, window_source
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
@@ -38,6 +40,7 @@ from app.services.proxy.summary_cache import (
     ineffective_scope,
     scope_key,
 )
+from app.services.tracing import NullTracer, Tracer
 
 log = logging.getLogger("compactor.proxy")
 # The kept tail is at most this fraction of the threshold (1/4): small windows get a
@@ -91,12 +94,14 @@ class TransparentCompactor:
         cache: SummaryCache,
         observer: ProxyObserver,
         memos: ResendMemos | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
         self.cache = cache
         self.observer = observer
         self.memos = memos or ResendMemos()
+        self.tracer: Tracer = tracer or NullTracer()
         self._prefix_memo = PrefixMemo()
 
     async def apply(
@@ -116,17 +121,24 @@ class TransparentCompactor:
         if wanted is None:
             return None
         known = counted_by.count_of(wanted.messages) if counted_by is not None else None
+        started = time.perf_counter()
         try:
-            counted = (
-                self.estimation.resettled(wanted, known)
-                if known is not None
-                else self.estimation.count(wanted)
-            )
+            with self.tracer.span("count", attributes={"compactor.api": api.name}) as span:
+                counted = (
+                    self.estimation.resettled(wanted, known)
+                    if known is not None
+                    else self.estimation.count(wanted)
+                )
+                span.set_attribute("compactor.tokens", counted.estimate.tokens)
+                span.set_attribute("compactor.threshold", counted.threshold)
         except InvalidHistoryError as exc:
             # The upstream is the judge of what it accepts; the proxy only steps aside.
             report.note = f"history not compactable: {exc.where or 'body'}"
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
+        report.model, report.threshold = wanted.model, counted.threshold
+        report.model_known = model_known(counted)
+        report.window_source = window_source(counted) if report.model_known is not None else None
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
             self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
@@ -145,6 +157,7 @@ class TransparentCompactor:
         )
         hit = await self._lookup(call, scope, prefixes)
         forwarded = None
+        before = counted
         if hit is not None:
             working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
             wanted = replace(wanted, messages=working)
@@ -154,6 +167,7 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 self._remember_compacted(call, forwarded, report)
+                self._log_cached(call, before, counted.estimate.tokens, hit, started, trigger)
                 return forwarded
         # What a plan's summary covers, in messages of the caller's history.
         offset = 1 if hit is not None else 0
@@ -166,7 +180,12 @@ class TransparentCompactor:
             ineffective.known = await anyio.to_thread.run_sync(
                 self._known_ineffective, call.tenant, scope, prefixes
             )
-        options = CompactOptions(force=overflow, trigger=trigger, skip_summary=ineffective.skip)
+        options = CompactOptions(
+            force=overflow,
+            trigger=trigger,
+            skip_summary=ineffective.skip,
+            subject={"api": api.name, "tenant": call.tenant},
+        )
         try:
             # The count made above is the compaction's: it is not made again.
             outcome = await self.compaction.compact(
@@ -202,6 +221,30 @@ class TransparentCompactor:
         if not overflow:
             self._remember_compacted(call, forwarded, report)
         return forwarded
+
+    def _log_cached(
+        self,
+        call: ProxyCall,
+        before: CountedHistory,
+        tokens_after: int,
+        hit: CachedSummary,
+        started: float,
+        trigger: str,
+    ) -> None:
+        """The line of a compaction the summary cache answered (no summarizer call)."""
+        info = self.compaction.summarizer.info
+        log_compaction(
+            before,
+            tokens_after=tokens_after,
+            trigger=trigger,
+            strategy="summarize",
+            applied=("summarize",),
+            summarizer=f"{info.provider}/{info.model}",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            subject={"api": call.api.name, "tenant": call.tenant},
+            summarized_messages=hit.prefix_len,
+            cached=True,
+        )
 
     def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
         """Everything besides the prefix that shapes its summary."""

@@ -191,6 +191,7 @@ class SessionCompactor:
             strategy=strategy or settings.strategy,
             clear=settings.effective_clear,
             pinned=settings.pinned,
+            subject={"session_id": session.id},
         )
         outcome = await self.compaction.compact(context.history(), options, caller_gone, counted)
         if not outcome.compacted:
