@@ -236,6 +236,9 @@ async def get_model(
     answer = await proxy.forward_plain(call)
     wire = api.context_management
     emulated = state.settings.native_edits == "emulate"
-    if wire is not None and emulated and answer.status == 200 and answer.stream is None:
-        answer = replace(answer, body=wire.with_capabilities(answer.body))
+    if wire is not None and emulated and answer.status == 200 and answer.stream is not None:
+        # A model object is small: read it whole to write the emulated capabilities in.
+        body = b"".join([chunk async for chunk in answer.stream])
+        headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+        answer = replace(answer, headers=headers, body=wire.with_capabilities(body), stream=None)
     return proxy_response(answer)
