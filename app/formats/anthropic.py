@@ -157,6 +157,43 @@ def summary_message(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
+# The field that makes a block a prompt-cache breakpoint (SPEC §15).
+CACHE_CONTROL = "cache_control"
+
+
+def has_breakpoint(value: Any) -> bool:
+    """True when `value` (a message, block or list) holds a `cache_control` anywhere."""
+    return breakpoint_count(value) > 0
+
+
+def breakpoint_count(value: Any) -> int:
+    """How many `cache_control` objects `value` holds, nested ones included (the API
+    counts every block that carries one)."""
+    if isinstance(value, dict):
+        own = 1 if isinstance(value.get(CACHE_CONTROL), dict) else 0
+        return own + sum(breakpoint_count(v) for k, v in value.items() if k != CACHE_CONTROL)
+    if isinstance(value, list):
+        return sum(breakpoint_count(v) for v in value)
+    return 0
+
+
+def without_breakpoint(value: Any) -> Any:
+    """`value` without any `cache_control` (nested ones too); the very same object when it
+    holds none, a copy otherwise (the input is never modified)."""
+    if not has_breakpoint(value):
+        return value
+    if isinstance(value, dict):
+        return {k: without_breakpoint(v) for k, v in value.items() if k != CACHE_CONTROL}
+    assert isinstance(value, list)
+    return [without_breakpoint(v) for v in value]
+
+
+def without_cache_breakpoints(raws: Sequence[Any]) -> list[Any]:
+    """Messages with no prompt-cache breakpoint: a breakpoint belongs to the request that
+    placed it, not to the message (messages without one are the very same objects)."""
+    return [without_breakpoint(raw) for raw in raws]
+
+
 def proves(raw: Any) -> bool:
     """Content block types only the Messages API has."""
     content = raw.get("content") if isinstance(raw, dict) else None

@@ -74,3 +74,10 @@ class WireFormat(Protocol):
         """`raws` with each cleared tool use's result (and input) replaced; unchanged
         messages are the very same objects, changed ones are copies."""
         ...
+
+    def without_cache_breakpoints(self, raws: Sequence[Any]) -> list[Any]:
+        """`raws` without the prompt-cache breakpoints of the request they came in
+        (Anthropic `cache_control`), for a context rebuilt from stored messages; messages
+        without one are the very same objects. Formats whose caching is automatic return
+        `raws` as they are."""
+        ...

@@ -272,3 +272,8 @@ DIALECT = replace(CHAT_DIALECT, name="responses", exact_capable=False)
 # The module is the format (its WireFormat members; mypy checks them in the registry):
 name, dialect, top_level_system_is_evidence = FORMAT, DIALECT, False
 apply_cleared = clear_items
+
+
+def without_cache_breakpoints(raws: Sequence[Any]) -> list[Any]:
+    """`raws` as they are: caching is automatic, nothing in a message marks it."""
+    return list(raws)

@@ -91,6 +91,11 @@ class JsonApi:
             return dict(body)  # the system prompt is the history's leading messages
         return {**body, self.system_field: system}
 
+    def with_cache_breakpoints(
+        self, sent: Mapping[str, Any], forwarded: dict[str, Any], summary_at: int | None
+    ) -> dict[str, Any]:
+        return forwarded  # automatic prefix caching: nothing in the body to place
+
     def server_state_fields(self, body: Mapping[str, Any]) -> tuple[str, ...]:
         return tuple(name for name in self.state_fields if body.get(name) is not None)
 

@@ -12,6 +12,7 @@ from app.engine.native_edits import CompactionMark, Edit, NativeReport, OnDemand
 from app.formats.apis import messages_edits as edits
 from app.formats.apis import messages_reports as reports
 from app.formats.apis.json_api import JsonApi
+from app.formats.apis.messages_cache import with_cache_breakpoints
 from app.formats.apis.protocol import Upstream, UpstreamReply, usage_report
 from app.formats.apis.rewriting import rewrite_events, rewrite_json
 from app.formats.apis.sse import EventCapture
@@ -174,6 +175,11 @@ class MessagesApi(JsonApi):
 
     def stream_capture(self) -> MessagesCapture:
         return MessagesCapture()
+
+    def with_cache_breakpoints(
+        self, sent: Mapping[str, Any], forwarded: dict[str, Any], summary_at: int | None
+    ) -> dict[str, Any]:
+        return with_cache_breakpoints(sent, forwarded, summary_at)
 
 
 MESSAGES = MessagesApi()

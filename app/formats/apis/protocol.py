@@ -200,6 +200,16 @@ class VendorApi(Protocol):
         """`body` with its top-level system prompt set (unchanged where the API has none)."""
         ...
 
+    def with_cache_breakpoints(
+        self, sent: Mapping[str, Any], forwarded: dict[str, Any], summary_at: int | None
+    ) -> dict[str, Any]:
+        """`forwarded`, a body whose history the service rebuilt from the caller's `sent`
+        (compacted, cleared, a session's context), with the prompt-cache breakpoints the
+        caller's request places today and none other; one after the summary message at
+        `summary_at` (an index in the forwarded history) when there is room; never more
+        than the API takes (SPEC §15). Unchanged where the API caches on its own."""
+        ...
+
     def without_server_state(self, body: dict[str, Any]) -> dict[str, Any]:
         """`body` without the fields naming history the upstream stores (Responses
         `previous_response_id`, `conversation`); a bound session stands for them."""

@@ -103,7 +103,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         if on_demand is not None:
             return await self._on_demand(envelope, body, on_demand, tenant, caller_gone)
         edits = self.wire.edits(body)
-        messages = self.expand(raw_messages, tenant)
+        messages, summary_at = self.expanded(raw_messages, tenant)
         counted = self.estimation.count(self._history(envelope, messages), parse_all=True)
         original = counted.estimate.tokens
         applied: list[AppliedEdit] = []
@@ -113,9 +113,12 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             if isinstance(edit, CompactEdit):
                 if not compact or counted.estimate.tokens <= edit.trigger_tokens:
                     continue
-                compaction, messages, counted = await self._compact(
+                compaction, compacted, counted = await self._compact(
                     envelope, messages, counted, edit, tenant, caller_gone
                 )
+                if compacted is not messages:
+                    # [inline system…] + [summary] + kept tail.
+                    summary_at, messages = counted.inline_system_count, compacted
                 pause = pause or edit.pause_after_compaction
                 continue
             result = self._clear(envelope, messages, counted, edit)
@@ -125,6 +128,8 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         forwarded = body
         if messages is not raw_messages or self.wire.self_managed(body):
             forwarded = self.wire.forwarded(body, messages)
+        if messages is not raw_messages:
+            forwarded = self.api.with_cache_breakpoints(body, forwarded, summary_at)
         return EditedMessages(
             body=forwarded,
             applied_edits=tuple(applied),
@@ -141,13 +146,17 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         """`messages` rebuilt from their last compaction block: everything before it is
         dropped, its content is the summary (and its state, when the service wrote it,
         the verbatim tail); compaction blocks never reach the upstream."""
+        return self.expanded(messages, tenant)[0]
+
+    def expanded(self, messages: list[Any], tenant: str) -> tuple[list[Any], int | None]:
+        """`expand`, and where the summary message is in the result (None: none)."""
         wire = self.wire
         if not wire.has_compaction_blocks(messages):
-            return messages
+            return messages, None
         wire.check_signed_blocks(messages)
         mark = wire.last_compaction(messages)
         if mark is None:
-            return wire.without_compaction_blocks(messages)
+            return wire.without_compaction_blocks(messages), None
         at = f"messages[{mark.message_index}].content[{mark.block_index}]"
         if mark.signature is not None:
             self.states.check_signature(mark.signature, mark.content, tenant, f"{at}.signature")
@@ -158,7 +167,13 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
                 self.states.open(token, tenant, f"{at}.encrypted_content"), summary=mark.content
             )
         rebuilt = self.states.rebuild(state, self.api.format)
-        return wire.without_compaction_blocks([*rebuilt, *wire.after_compaction(messages, mark)])
+        # The summary follows the state's inline head; the rebuilt part holds no
+        # compaction block, so removing the later ones does not move it.
+        summary_at = len(state.head) if state.summary is not None else None
+        expanded = wire.without_compaction_blocks(
+            [*rebuilt, *wire.after_compaction(messages, mark)]
+        )
+        return expanded, summary_at
 
     async def _on_demand(
         self,

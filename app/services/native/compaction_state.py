@@ -100,11 +100,13 @@ class CompactionStates:
         return FORMATS.get(format_name).summary_message(self.marker.render(summary))
 
     def rebuild(self, state: CompactionState, format_name: str) -> list[Any]:
-        """The history a compaction state stands for."""
+        """The history a compaction state stands for, without the cache breakpoints its
+        messages had in the request that was compacted (they belonged to that request)."""
         summary = (
             [self.summary_message(state.summary, format_name)] if state.summary is not None else []
         )
-        return [*state.head, *summary, *state.kept]
+        wire = FORMATS.get(format_name)
+        return wire.without_cache_breakpoints([*state.head, *summary, *state.kept])
 
 
 W = TypeVar("W")

@@ -46,7 +46,7 @@ class SessionBinding:
         stored = view.context.messages
         fmt = call.api.format
         fresh = new_messages(fmt, history) if stored else history
-        fresh = unrecorded(fresh, new_messages(fmt, stored) if stored else [])
+        fresh = unrecorded(fresh, new_messages(fmt, stored) if stored else [], fmt)
         if fresh:
             await anyio.to_thread.run_sync(
                 self.sessions.append, call.tenant, call.session_id, fresh, {}
@@ -94,7 +94,9 @@ class SessionBinding:
         report.compacted = result.compacted or context.latest is not None
         # The session's context stands for upstream-stored history: forwarding both would
         # give the model the conversation twice.
-        return call.api.with_history(call.api.without_server_state(body), context.messages)
+        forwarded = call.api.with_history(call.api.without_server_state(body), context.messages)
+        summary_at = context.seqs.index(None) if None in context.seqs else None
+        return call.api.with_cache_breakpoints(body, forwarded, summary_at)
 
 
 class SessionStage:

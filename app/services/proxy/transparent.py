@@ -162,7 +162,7 @@ class TransparentCompactor:
             working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
             wanted = replace(wanted, messages=working)
             counted = self.estimation.count(wanted)
-            forwarded = api.with_history(body, working)
+            forwarded = api.with_cache_breakpoints(body, api.with_history(body, working), inline)
             report.compacted = report.cache_hit = True
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
@@ -217,7 +217,9 @@ class TransparentCompactor:
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after
-        forwarded = api.with_history(body, outcome.messages)
+        forwarded = api.with_cache_breakpoints(
+            body, api.with_history(body, outcome.messages), inline
+        )
         if not overflow:
             self._remember_compacted(call, forwarded, report)
         return forwarded

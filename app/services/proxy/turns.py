@@ -25,13 +25,17 @@ def new_messages(format_name: str, history: Sequence[Any]) -> list[Any]:
     return list(history)
 
 
-def unrecorded(fresh: list[Any], recorded_tail: list[Any]) -> list[Any]:
+def unrecorded(fresh: list[Any], recorded_tail: list[Any], format_name: str) -> list[Any]:
     """`fresh` less what the session already recorded after the model last spoke.
 
     A request whose upstream failed left its new messages in the transcript with no
-    reply; the caller's retry sends them again, and they must not be recorded twice.
+    reply; the caller's retry sends them again, and they must not be recorded twice. The
+    session's context comes without cache breakpoints, so they are compared without.
     """
     count = len(recorded_tail)
-    if count and fresh[:count] == recorded_tail:
+    if not count or len(fresh) < count:
+        return fresh
+    wire = FORMATS.get(format_name)
+    if wire.without_cache_breakpoints(fresh[:count]) == recorded_tail:
         return fresh[count:]
     return fresh

@@ -85,7 +85,8 @@ def build_context(
     kept: Sequence[TranscriptEntry],
     marker: SummaryMarker,
 ) -> SessionContext:
-    """[leading system entries] + [latest summary] + entries from its first kept one.
+    """[leading system entries] + [latest summary] + entries from its first kept one,
+    without the prompt-cache breakpoints the messages were sent with.
 
     Usage reports on entries the latest compaction already saw are stale: the estimate
     floor starts at the first entry appended after it.
@@ -119,6 +120,9 @@ def build_context(
     if latest is not None and latest.cleared_tool_uses:
         # Placeholders go into copies: the transcript keeps the originals.
         messages = wire.apply_cleared(messages, latest.cleared_tool_uses)
+    # A stored message's cache breakpoint belonged to the request it came in: left in,
+    # every turn would add one more (SPEC §15). The transcript keeps the originals.
+    messages = wire.without_cache_breakpoints(messages)
     return SessionContext(
         session=session,
         format=fmt,
