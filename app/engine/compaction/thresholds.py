@@ -8,6 +8,14 @@ from dataclasses import dataclass
 DEFAULT_RESERVE_TOKENS = 32_768
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 DEFAULT_TRIGGER_RATIO = 0.85
+# Unset, the verbatim tail is at most this share of the threshold: the summary and the
+# tail must leave room under it, or the next turn compacts again (SPEC §15, no thrash).
+KEEP_RECENT_SHARE = 4
+
+
+def keep_recent_for_threshold(threshold: int, keep_recent_tokens: int) -> int:
+    """`keep_recent_tokens` scaled down to a quarter of `threshold` when larger."""
+    return min(keep_recent_tokens, max(1, threshold // KEEP_RECENT_SHARE))
 
 
 @dataclass(frozen=True, slots=True)

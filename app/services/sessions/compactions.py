@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 import anyio
 
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.compaction.strategy import StrategyName
 from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import CountedHistory, EstimationService
-from app.services.history import CompactOptions
+from app.services.history import CompactOptions, HistoryInput
 from app.services.sessions.context import (
     ForwardedPrompt,
     SessionContext,
@@ -195,7 +196,10 @@ class SessionCompactor:
             pinned=settings.pinned,
             subject={"session_id": session.id},
         )
-        outcome = await self.compaction.compact(context.history(), options, caller_gone, counted)
+        history = context.history()
+        if settings.keep_recent_tokens is None:
+            history, counted = await self._scaled_keep(history, counted)
+        outcome = await self.compaction.compact(history, options, caller_gone, counted)
         if not outcome.compacted:
             view = ContextView(context, outcome.counted)
             return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
@@ -203,6 +207,20 @@ class SessionCompactor:
         record = await _in_thread(self._record, context.session, new)
         view = _compacted_view(context, outcome, record)
         return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
+
+    async def _scaled_keep(
+        self, history: HistoryInput, counted: CountedHistory | None
+    ) -> tuple[HistoryInput, CountedHistory]:
+        """`history` keeping at most a quarter of its threshold verbatim, as transparent
+        mode does, unless the model's policy sets `keep_recent_tokens`: with the default
+        20,000 against a 64k window's 31,232 threshold, the context stays over the
+        threshold after compacting and every turn pays for another summary."""
+        if counted is None:
+            counted = await _in_thread(self.estimation.count, history)
+        if self.estimation.policy_for(history.model).keep_recent_tokens is not None:
+            return history, counted
+        keep = keep_recent_for_threshold(counted.threshold, counted.settings.keep_recent_tokens)
+        return replace(history, keep_recent_tokens=keep), counted
 
     def _record(self, session: SessionView, new: NewCompaction) -> CompactionRecord:
         try:
