@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import anyio
 
 from app.engine.compaction.marker import SummaryMarker
-from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.compaction.strategy import StrategyName
+from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
