@@ -135,10 +135,16 @@ def assert_forwarded_as_sent(
 
 
 def summarized(items: list[dict[str, Any]]) -> bool:
-    return any(
-        isinstance(item.get("content"), str) and item["content"].startswith(SUMMARY_MARKER_PREFIX)
-        for item in items
-    )
+    return any(_text_of(item).startswith(SUMMARY_MARKER_PREFIX) for item in items)
+
+
+def _text_of(item: dict[str, Any]) -> str:
+    """A message's text: a string, or its first text block (a summary message that
+    carries a cache breakpoint is one text block, issue 22.2)."""
+    content = item.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return content if isinstance(content, str) else ""
 
 
 # -- OpenAI Chat Completions ----------------------------------------------------------
