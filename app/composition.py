@@ -22,6 +22,7 @@ from app import __version__
 from app.api.auth import check_metrics_key, parse_api_keys
 from app.api.metrics import Metrics
 from app.api.state import AppState
+from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS
 from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.extractive.summarizer import ExtractiveSummarizer
@@ -271,7 +272,11 @@ def build_state(
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
     native = build_native_services(
-        estimation, compaction, settings.state_key_bytes(), native_apis()
+        estimation,
+        compaction,
+        settings.state_key_bytes(),
+        native_apis(),
+        clear_step_tokens=0 if settings.native_clearing == "exact" else DEFAULT_CLEAR_STEP_TOKENS,
     )
     retention = timedelta(hours=settings.idempotency_retention_hours)
     sessions = SessionService(

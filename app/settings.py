@@ -182,6 +182,12 @@ class Settings(BaseSettings):
     """Vendor-native context management (SPEC §11): `emulate` applies the edits and
     compaction here in front of any upstream; `forward` gives the upstream the request
     unchanged (for upstreams that implement them)."""
+    native_clearing: Literal["stepped", "exact"] = "stepped"
+    """Emulated `clear_tool_uses_20250919` (SPEC §15): `stepped` moves the cleared set in
+    cache-aware steps of 20,000 tokens of tool results and keeps it the same between steps
+    (more than `keep` recent tool uses stay on some turns; `applied_edits` says how many in
+    `kept_tool_uses`); `exact` is the vendor's per-turn rule (exactly `keep` kept), which
+    re-writes the prompt cache on every new tool use of a client that resends its history."""
     state_key: SecretStr | None = None
     """HMAC key that signs the compaction state handed to callers. Unset, a random key is
     made per process: compaction blocks/items then stop working after a restart and on

@@ -4,6 +4,18 @@ Old tool results are replaced by a one-line placeholder naming the tool and what
 on; the call and its result stay in place, so every pair is intact and no model is called.
 The most recent `keep` tool uses and the tools in `exclude_tools` are never cleared, and
 nothing is cleared unless at least `clear_at_least` tokens would be saved.
+
+Cache-aware steps (SPEC §15, `step_tokens`): a client that resends its history pays a
+cache write (Anthropic 1.25×) for everything after the first result whose text changed,
+instead of a read (0.1×). The vendor's per-turn rule moves the cleared set by one tool
+use per turn, so every turn re-writes the rest of the conversation. In steps, the tool
+uses are cut into runs from the oldest one on, a run ending once its results hold
+`step_tokens` tokens; only whole runs that lie before the newest `keep` uses are cleared.
+A run's end depends only on the tool uses before it, so between two steps the cleared set
+is the same bytes on every turn, and between `keep` and `keep` + one run's worth of the
+newest uses stay verbatim. A step clearing S tokens re-writes the tail T after it at
+1.15× more than reading it and saves 0.1·S on every later turn: it pays for itself after
+11.5·T/S turns, so the step is sized like the tail (see DEFAULT_CLEAR_STEP_TOKENS).
 """
 
 from __future__ import annotations
@@ -20,6 +32,12 @@ from app.engine.ports import Tokenizer
 CLEARED_RESULT_PREFIX = "[tool result cleared"
 CLEARED_INPUT_KEY = "_cleared"
 DEFAULT_KEEP_TOOL_USES = 3
+# The default step of cache-aware clearing. Clearing triggers at tens of thousands of
+# tokens and keeps a few recent results verbatim, so the tail a step re-writes is of that
+# order too: steps of 20,000 tokens pay back their write within ~10 turns of a long
+# session and re-write the tail once per 20,000 tokens of aged tool results instead of
+# on every turn (measured: bench/cost.py, README "Cost per task").
+DEFAULT_CLEAR_STEP_TOKENS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +50,8 @@ class ClearSettings:
     exclude_tools: tuple[str, ...] = ()
     # True clears every cleared use's input too; a tuple clears the inputs of those tools.
     clear_tool_inputs: bool | tuple[str, ...] = False
+    # Cache-aware steps (module docstring); 0 clears by the vendor's exact per-turn rule.
+    step_tokens: int = 0
 
     def clears_input_of(self, tool_name: str) -> bool:
         """True when a cleared use of `tool_name` loses its input as well."""
@@ -57,6 +77,8 @@ class ClearedToolUse:
 class ClearingPlan:
     cleared: tuple[ClearedToolUse, ...]
     reason: str | None = None
+    # The newest tool uses left verbatim (more than `keep` between two steps).
+    kept: int = 0
 
     @property
     def tokens_saved(self) -> int:
@@ -76,31 +98,49 @@ def plan_clearing(
 ) -> ClearingPlan:
     """Which tool uses of `messages[start:]` to clear; an empty plan says why not."""
     uses = _answered_tool_uses(messages[start:])
-    kept = (
-        {u.call_id for u in uses[max(0, len(uses) - settings.keep) :]} if settings.keep else set()
-    )
     excluded = set(settings.exclude_tools)
+    clearable = max(0, len(uses) - settings.keep)
+    if settings.step_tokens > 0:
+        clearable = _last_step(uses, clearable, settings.step_tokens, excluded, tokenizer)
     cleared: list[ClearedToolUse] = []
-    for use in uses:
-        if use.call_id in kept or use.name in excluded:
+    for use in uses[:clearable]:
+        if use.name in excluded:
             continue
         choice = _clearing_of(use, settings.clears_input_of(use.name), tokenizer)
         if choice is not None:
             cleared.append(choice)
-    plan = ClearingPlan(tuple(cleared))
+    kept = len(uses) - clearable
+    plan = ClearingPlan(tuple(cleared), kept=kept)
     if not cleared:
         return ClearingPlan(
             (),
-            f"nothing to clear: {len(uses)} tool uses, the newest {settings.keep} are kept and "
+            f"nothing to clear: {len(uses)} tool uses, the newest {kept} are kept and "
             "the others are excluded, already cleared or too short to be worth it",
+            kept=len(uses),
         )
     if plan.tokens_saved < settings.clear_at_least:
         return ClearingPlan(
             (),
             f"clearing {len(cleared)} tool uses would save about {plan.tokens_saved} tokens, "
             f"less than clear_at_least={settings.clear_at_least}",
+            kept=len(uses),
         )
     return plan
+
+
+def _last_step(
+    uses: Sequence[_ToolUse], clearable: int, step: int, excluded: set[str], tokenizer: Tokenizer
+) -> int:
+    """How many of the oldest `uses` the last whole run within `uses[:clearable]` covers:
+    runs end where their results reach `step` tokens (counted from the oldest use, so an
+    end never moves as the history grows)."""
+    end = run = 0
+    for index, use in enumerate(uses[:clearable]):
+        if use.name not in excluded:
+            run += tokenizer.count(use.result_text)
+        if run >= step:
+            end, run = index + 1, 0
+    return end
 
 
 def _answered_tool_uses(messages: Sequence[Message]) -> list[_ToolUse]:

@@ -69,6 +69,9 @@ class AppliedEdit:
     cleared_input_tokens: int
     cleared_tool_uses: int | None = None
     cleared_thinking_turns: int | None = None
+    # The newest tool uses left verbatim: cache-aware steps keep more than `keep` between
+    # two steps (the vendor's per-turn rule keeps exactly `keep`).
+    kept_tool_uses: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

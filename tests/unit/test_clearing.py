@@ -163,3 +163,27 @@ def test_the_placeholder_names_the_tool_the_target_and_the_size() -> None:
         "[tool result cleared: Grep `TODO`, 1,234 tokens]"
     )
     assert result_placeholder("think", "{}", 5) == "[tool result cleared: think, 5 tokens]"
+
+
+def test_stepped_clearing_moves_in_whole_runs_and_stays_between_steps() -> None:
+    # LONG is ~700 chars/4-tokens; a step of 1,400 tokens is two results.
+    step = 2 * TOKENIZER.count(LONG)
+    cleared_by_turn = []
+    for results in range(5, 12):
+        plan = plan_for(openai_history(results), "openai", keep=2, step_tokens=step)
+        cleared_by_turn.append([c.tool_call_id for c in plan.cleared])
+        assert plan.kept >= 2 and plan.kept < 2 + 2 + 1
+        assert plan.kept + len(plan.cleared) == results
+    # The cleared set grows only by whole runs of two, and is the same set between steps.
+    sizes = [len(ids) for ids in cleared_by_turn]
+    assert sizes == sorted(sizes)
+    assert len(set(map(tuple, cleared_by_turn))) < len(cleared_by_turn)
+    for before, after in zip(cleared_by_turn, cleared_by_turn[1:], strict=False):
+        assert after[: len(before)] == before
+
+
+def test_the_exact_rule_keeps_exactly_keep() -> None:
+    for results in range(4, 8):
+        plan = plan_for(openai_history(results), "openai", keep=2)
+        assert plan.kept == 2
+        assert len(plan.cleared) == results - 2

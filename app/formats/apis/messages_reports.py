@@ -52,6 +52,8 @@ def applied_edit(edit: AppliedEdit) -> dict[str, Any]:
     if edit.cleared_thinking_turns is not None:
         out["cleared_thinking_turns"] = edit.cleared_thinking_turns
     out["cleared_input_tokens"] = edit.cleared_input_tokens
+    if edit.kept_tool_uses is not None:
+        out["kept_tool_uses"] = edit.kept_tool_uses  # the service's addition (SPEC §15)
     return out
 
 

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.engine.clearing import ClearSettings
+from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS, ClearSettings
 from app.engine.errors import (
     CompactionRequestError,
     IneffectiveCompactionError,
@@ -75,8 +75,14 @@ class EditedMessages:
         )
 
 
+@dataclass(frozen=True)
 class AnthropicEditsService(NativeService[MessagesContextWire]):
     """Applies Anthropic context-management edits and compaction blocks to a request."""
+
+    # `clear_tool_uses_20250919` in cache-aware steps of this many tokens (SPEC §15,
+    # `app.engine.clearing`); 0 is the vendor's exact per-turn rule
+    # (COMPACTOR_NATIVE_CLEARING=exact).
+    clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS
 
     def _history(self, envelope: RequestEnvelope, messages: list[Any]) -> HistoryInput:
         return HistoryInput(
@@ -254,6 +260,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             clear_at_least=edit.clear_at_least,
             exclude_tools=edit.exclude_tools,
             clear_tool_inputs=edit.clear_tool_inputs,
+            step_tokens=self.clear_step_tokens,
         )
         result = clear_history(
             self.estimation, self._history(envelope, messages), counted, settings
@@ -264,6 +271,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             type=edit.type,
             cleared_tool_uses=len(result.plan.cleared),
             cleared_input_tokens=max(0, before - result.counted.estimate.tokens),
+            kept_tool_uses=result.plan.kept,
         )
         return list(result.history.messages), result.counted, report
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS
 from app.formats.apis.protocol import VendorApi
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
@@ -38,13 +39,15 @@ def build_native_services(
     compaction: CompactionService,
     state_key: bytes | None,
     apis: NativeApis,
+    clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS,
 ) -> NativeServices:
-    """Both vendors' services sharing one state signer."""
+    """Both vendors' services sharing one state signer; Anthropic tool-use clearing in
+    cache-aware steps of `clear_step_tokens` (0: the vendor's exact per-turn rule)."""
     signer = StateSigner(state_key)
     states = CompactionStates(signer, compaction.marker)
     return NativeServices(
         anthropic=AnthropicEditsService(
-            estimation, compaction, states, apis.messages, apis.messages_wire
+            estimation, compaction, states, apis.messages, apis.messages_wire, clear_step_tokens
         ),
         responses=ResponsesCompactionService(
             estimation, compaction, states, apis.responses, apis.responses_wire
