@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -178,7 +179,7 @@ def test_stepped_clearing_moves_in_whole_runs_and_stays_between_steps() -> None:
     sizes = [len(ids) for ids in cleared_by_turn]
     assert sizes == sorted(sizes)
     assert len(set(map(tuple, cleared_by_turn))) < len(cleared_by_turn)
-    for before, after in zip(cleared_by_turn, cleared_by_turn[1:], strict=False):
+    for before, after in itertools.pairwise(cleared_by_turn):
         assert after[: len(before)] == before
 
 

@@ -6,12 +6,11 @@ vendor's per-turn rule."""
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from app.settings import Settings
@@ -64,7 +63,7 @@ def replay(tmp_path: Path, clearing: str) -> tuple[BillingUpstream, list[dict[st
 
 def prefix_changes(upstream: BillingUpstream) -> int:
     bodies = upstream.bodies("messages")
-    return sum(1 for a, b in zip(bodies, bodies[1:], strict=False) if not extends("messages", a, b))
+    return sum(1 for a, b in itertools.pairwise(bodies) if not extends("messages", a, b))
 
 
 @pytest.mark.parametrize("clearing", ["stepped", "exact"])
