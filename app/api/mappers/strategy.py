@@ -17,12 +17,16 @@ def strategy_name(name: str | None) -> StrategyName | None:
 
 
 # The `clear` object and the engine's ClearSettings have the same fields, by name: a
-# field added to one and not the other fails here, loudly, on the first request.
+# field added to one and not the other fails here, loudly, on the first request. The one
+# exception is `step_tokens`, the emulated native edit's cache-aware step (not an HTTP
+# setting of the REST strategies).
+_ENGINE_ONLY = ("step_tokens",)
 
 
 def clear_in(clear: ClearSettings) -> ClearIn:
     """The `clear` object of an answer, from engine clearing settings."""
-    return ClearIn.model_validate({**asdict(clear), "exclude_tools": list(clear.exclude_tools)})
+    fields = {k: v for k, v in asdict(clear).items() if k not in _ENGINE_ONLY}
+    return ClearIn.model_validate({**fields, "exclude_tools": list(clear.exclude_tools)})
 
 
 def clear_settings(clear: ClearIn) -> ClearSettings:

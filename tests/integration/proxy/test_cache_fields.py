@@ -274,7 +274,9 @@ def test_anthropic_fields_survive_native_context_management(
         messages = []
         for turn in range(6):
             call = {"type": "tool_use", "id": f"toolu_{turn}", "name": "read", "input": {}}
-            result = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": words(turn)}
+            # ~10k tokens each: the cache-aware step (20,000 tokens) is reached (issue 22.3).
+            text = words(turn, 3_000)
+            result = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": text}
             messages += [
                 {"role": "user", "content": f"Read part {turn}."},
                 {"role": "assistant", "content": [call]},
