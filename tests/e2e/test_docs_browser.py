@@ -102,7 +102,7 @@ def visit(browser: Browser, site: str) -> Iterator[Visit]:
 
 
 def operations(site: str) -> set[tuple[str, str]]:
-    document = httpx.get(f"{site}/openapi.json").json()
+    document = httpx.get(f"{site}/openapi.json", timeout=60).json()
     return {
         (method, path)
         for path, methods in document["paths"].items()
