@@ -173,7 +173,7 @@ class TransparentCompactor:
             report.compacted = report.cache_hit = True
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
-                report.prepared = self._prepared_used(call.tenant, scope, prefixes, hit)
+                report.prepared = self._prepared_used(api.name, call.tenant, scope, prefixes, hit)
                 self._remember_compacted(call, forwarded, report)
                 self._log_cached(
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
@@ -385,13 +385,17 @@ class TransparentCompactor:
         return self.ahead.start(key, job, needed=needed)
 
     def _prepared_used(
-        self, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary
+        self, api: str, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary
     ) -> str | None:
         """`ready` when `hit` is a prepared summary used for the first time."""
         if self.ahead is None:
             return None
         key = self.ahead.conversation_key(tenant, scope, prefixes)
-        return Prepared.READY.value if self.ahead.used(key, prefixes.at(hit.prefix_len)) else None
+        if not self.ahead.used(key, prefixes.at(hit.prefix_len)):
+            return None
+        # Applied now, summarized before: counted as the compaction it stands for.
+        self.observer.proxy_compacted(api, "auto")
+        return Prepared.READY.value
 
     async def _not_ready(
         self,
@@ -440,7 +444,8 @@ class TransparentCompactor:
         )
         if counted_now.should_compact:
             return None
-        self.ahead.used(key, prefixes.at(found.prefix_len))
+        if self.ahead.used(key, prefixes.at(found.prefix_len)):
+            self.observer.proxy_compacted(call.api.name, "auto")
         report.prepared = Prepared.WAITED.value
         report.compacted = report.cache_hit = True
         report.tokens_after = counted_now.estimate.tokens

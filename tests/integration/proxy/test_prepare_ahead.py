@@ -46,7 +46,7 @@ def _settings(tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, **
         summarizer_base_url=f"{summarizer.base_url}/v1",
         summarizer_model="gpt-4o-mini",
         summarizer_api_key="sk-summarizer",
-        **more,
+        **{"prepare_ahead_ratio": 0.8, **more},
     )
 
 
