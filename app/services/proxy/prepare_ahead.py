@@ -236,9 +236,10 @@ class PrepareAhead:
         return self.background.start(key, lambda: self._summarize(key, job))
 
     def used(self, key: tuple[str, ...], prefix_hash: str) -> bool:
-        """Marks the prepared summary of `prefix_hash` used; True when it was one."""
+        """Marks the prepared summary of `prefix_hash` used; True when it was one, not
+        used before."""
         found = self._prepared.get(key)
-        if found is None or found[0] != prefix_hash:
+        if found is None or found[0] != prefix_hash or found[1]:
             return False
         self._prepared.remember(key, (prefix_hash, True))
         return True

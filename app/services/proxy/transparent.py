@@ -117,10 +117,12 @@ class TransparentCompactor:
         *,
         trigger: str = "auto",
         counted_by: Exchange | None = None,
+        defer: bool = True,
     ) -> dict[str, Any] | None:
         """The body to forward (None: forward `body` as it is). `trigger` overflow
         compacts whatever the estimate says. An earlier stage's count of the same history
-        (`counted_by`) is reused, not made again."""
+        (`counted_by`) is reused, not made again. `defer=False`: over the threshold, no
+        waiting for a summary prepared ahead (it was waited for already)."""
         api = call.api
         wanted = history_of(call, body)
         if wanted is None:
@@ -181,7 +183,7 @@ class TransparentCompactor:
                 if self.ahead is not None and self.ahead.past_soft_threshold(counted):
                     self._prepare_ahead(call, wanted, scope, prefixes, history, before, hit)
                 return forwarded
-        if not overflow and self.ahead is not None:
+        if not overflow and self.ahead is not None and defer:
             deferred = await self._not_ready(
                 call, body, (wanted, counted), (scope, prefixes, history, before), hit, report
             )
@@ -434,23 +436,10 @@ class TransparentCompactor:
             return _Deferred(forwarded)
         if not await self.ahead.background.wait(key, self.ahead.policy.wait_seconds):
             return None
-        found = await self._lookup(call, scope, prefixes)
-        if found is None or (hit is not None and found.prefix_len <= hit.prefix_len):
-            return None
-        inline = full.inline_system_count
-        working = [*history[:inline], found.summary_message, *history[inline + found.prefix_len :]]
-        counted_now = await anyio.to_thread.run_sync(
-            self.estimation.count, replace(wanted, messages=working)
-        )
-        if counted_now.should_compact:
-            return None
-        if self.ahead.used(key, prefixes.at(found.prefix_len)):
-            self.observer.proxy_compacted(call.api.name, "auto")
+        # Done: the summary cache has it (used at once) or what it leaves is updated
+        # inline, only the part after its prefix summarized.
+        forwarded = await self.apply(call, body, report, defer=False)
         report.prepared = Prepared.WAITED.value
-        report.compacted = report.cache_hit = True
-        report.tokens_after = counted_now.estimate.tokens
-        forwarded = call.api.with_history(body, working)
-        self._remember_compacted(call, forwarded, report)
         return _Deferred(forwarded)
 
 
