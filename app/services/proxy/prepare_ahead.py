@@ -27,16 +27,20 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
+from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.errors import IneffectiveCompactionError
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_prepared_summary
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.summary_cache import (
+    INEFFECTIVE_MARKER,
     CachedSummary,
     PrefixHashes,
     PrefixMemo,
     SummaryCache,
     ignoring_store_errors,
+    ineffective_scope,
 )
 
 __all__ = [
@@ -233,7 +237,18 @@ class PrepareAhead:
         prepared = self._prepared.get(key)
         if not needed and prepared is not None and not prepared[1]:
             return False
-        return self.background.start(key, lambda: self._summarize(key, job))
+
+        async def work() -> bool:
+            try:
+                return await self._summarize(key, job)
+            except Exception:
+                self.observer.prepared_summary("failed")
+                raise
+
+        started = self.background.start(key, work)
+        if started:
+            self.observer.prepared_summary("started")
+        return started
 
     def used(self, key: tuple[str, ...], prefix_hash: str) -> bool:
         """Marks the prepared summary of `prefix_hash` used; True when it was one, not
@@ -248,24 +263,59 @@ class PrepareAhead:
         started = time.perf_counter()
         history = job.history
         counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
+        offset = 1 if job.hit is not None else 0
+
+        def covered(plan: CompactionPlan) -> int:
+            return (job.hit.prefix_len if job.hit else 0) + plan.cut_index - job.inline - offset
+
+        # A prefix whose summary did not shrink the history before is not paid for again
+        # (the proxy's ineffective-summary memory, shared with the inline path).
+        known = await anyio.to_thread.run_sync(
+            lambda: ignoring_store_errors(
+                lambda: self.cache.longest(job.tenant, ineffective_scope(job.scope), prefixes),
+                _store_failed,
+            )
+        )
+        planned: list[CompactionPlan] = []
+
+        def skip(plan: CompactionPlan) -> str | None:
+            planned.append(plan)
+            if known is not None and covered(plan) == known.prefix_len:
+                return "a summary of these messages did not shrink the history before"
+            return None
+
         options = CompactOptions(
             force=True,
             trigger="prepare_ahead",
+            skip_summary=skip,
             subject={"api": job.api, "tenant": job.tenant},
         )
-        outcome = await self.compaction.compact(history, options, counted=counted)
+        try:
+            outcome = await self.compaction.compact(history, options, counted=counted)
+        except IneffectiveCompactionError:
+            if planned:
+                marker = CachedSummary(covered(planned[-1]), 0, INEFFECTIVE_MARKER)
+                await anyio.to_thread.run_sync(
+                    lambda: ignoring_store_errors(
+                        lambda: self.cache.store(
+                            job.tenant, ineffective_scope(job.scope), prefixes, marker
+                        ),
+                        _store_failed,
+                    )
+                )
+            self.observer.prepared_summary("ineffective")
+            return True
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             self.observer.prepared_summary("nothing_to_compact")
             return True
-        offset = 1 if job.hit is not None else 0
         cut = outcome.plan.cut_index
         summary = CachedSummary(
-            prefix_len=(job.hit.prefix_len if job.hit else 0) + cut - job.inline - offset,
+            prefix_len=covered(outcome.plan),
             prefix_tokens=(job.hit.prefix_tokens if job.hit else 0)
             + sum(counted.per_message[job.inline + offset : cut]),
             summary_message=outcome.messages[job.inline],
         )
-        prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
 
         def store() -> str:
             self.cache.store(job.tenant, job.scope, prefixes, summary)

@@ -155,3 +155,48 @@ def test_a_history_under_the_soft_threshold_starts_nothing(
         assert summarizer.received == []
         assert _stored(url) == 0
         assert "compactor_prepared_wasted_total 0.0" in httpx.get(f"{url}/metrics").text
+
+
+def _outcomes(url: str) -> dict[str, float]:
+    found = {}
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith("compactor_prepared_summaries_total{"):
+            outcome = line.split('outcome="')[1].split('"')[0]
+            found[outcome] = float(line.split()[-1])
+    return found
+
+
+def _until_idle(url: str) -> None:
+    """Polls /metrics until every started background summary has ended."""
+    deadline = time.monotonic() + 60
+    while True:
+        outcomes = _outcomes(url)
+        started = outcomes.pop("started", 0.0)
+        if sum(outcomes.values()) >= started:
+            return
+        assert time.monotonic() < deadline, "a background summary never ended"
+        time.sleep(0.05)
+
+
+def test_a_failed_background_summary_is_retried_once_and_never_fails_a_turn(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    # A 400 is not retried by the transport: each background attempt is one call.
+    summarizer.script(*(Reply.status_only(400, {"error": {"message": "no"}}) for _ in range(2)))
+    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+        client = openai_client(url)
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        compacted = None
+        for turn in range(40):
+            history.append(user_turn(turn))
+            raw = _turn(client, history)
+            assert raw.status_code == 200
+            _until_idle(url)
+            if raw.headers["x-compactor-compacted"] == "true":
+                compacted = raw
+                break
+        assert compacted is not None
+        # Tried, retried once, then given up: the turn compacted inline (third call).
+        assert _outcomes(url) == {"started": 2.0, "failed": 2.0}
+        assert len(summarizer.received) == 3
+        assert "x-compactor-prepared" not in compacted.headers
