@@ -19,7 +19,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Protocol
@@ -99,6 +99,15 @@ class PrepareAheadPolicy:
             return None
         ratio = counted.choice.model.policy.prepare_ahead_ratio or self.ratio
         return math.floor(ratio * counted.threshold)
+
+    @staticmethod
+    def kept_ahead(keep: int, counted: CountedHistory) -> int:
+        """The kept tail of a summary prepared `threshold - tokens` before the threshold:
+        by then the history has grown that much, and the compaction there would fold
+        everything but its last `keep` tokens — so that much less is kept now (at least a
+        quarter of `keep`), and the summary covers the prefix that compaction would."""
+        early = counted.threshold - counted.estimate.tokens
+        return max(1, keep // 4, min(keep, keep - early))
 
 
 class _Lru(OrderedDict[Any, Any]):
@@ -263,6 +272,10 @@ class PrepareAhead:
         started = time.perf_counter()
         history = job.history
         counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        keep = history.keep_recent_tokens
+        if keep is not None and (ahead := PrepareAheadPolicy.kept_ahead(keep, counted)) != keep:
+            history = replace(history, keep_recent_tokens=ahead)
+            counted = await anyio.to_thread.run_sync(self.estimation.count, history)
         prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
         offset = 1 if job.hit is not None else 0
 
