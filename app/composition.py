@@ -57,9 +57,10 @@ from app.services.native.proxy_stage import (
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
 from app.services.proxy.decisions import RecentDecisions
+from app.services.proxy.prepare_ahead import BackgroundSummaries, PrepareAhead, PrepareAheadPolicy
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
-from app.services.proxy.summary_cache import SummaryCache
+from app.services.proxy.summary_cache import PrefixMemo, SummaryCache
 from app.services.proxy.transparent import TransparentCompactor, TransparentStage
 from app.services.sessions.service import SessionService
 from app.services.stateless import StatelessHistory
@@ -387,6 +388,10 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
     """Opens the shared upstream client (closed with `stack`) and sets `state.proxy`."""
     settings = state.settings
     log_upstreams(settings)
+    # Closed before the upstream client and the store: background summaries are
+    # cancelled first, and a cancelled one writes nothing.
+    background = await stack.enter_async_context(BackgroundSummaries())
+    ahead = prepare_ahead(state, background)
     client = await stack.enter_async_context(
         upstream_http_client(
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
@@ -401,7 +406,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
             Upstream.ANTHROPIC: settings.upstream_anthropic_root,
             Upstream.GEMINI: settings.upstream_gemini_url,
         },
-        stages=proxy_stages(state),
+        stages=proxy_stages(state, ahead),
         observer=state.metrics,
         tracer=state.tracer,
         decisions=state.recent_decisions,
@@ -419,7 +424,26 @@ def native_apis() -> NativeApis:
     )
 
 
-def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | TransparentStage]:
+def prepare_ahead(state: AppState, background: BackgroundSummaries) -> PrepareAhead | None:
+    """Summaries prepared ahead of the threshold (SPEC §16); None when `off`."""
+    settings = state.settings
+    ratio = settings.prepare_ahead_ratio
+    if ratio == "off":
+        return None
+    return PrepareAhead(
+        PrepareAheadPolicy(ratio=ratio, wait_seconds=settings.prepare_ahead_wait_seconds),
+        background,
+        state.estimation,
+        state.compaction,
+        state.summary_cache,
+        PrefixMemo(),
+        observer=state.metrics,
+    )
+
+
+def proxy_stages(
+    state: AppState, ahead: PrepareAhead | None = None
+) -> list[NativeStage | SessionStage | TransparentStage]:
     """The proxy's pipeline, in order: native edits → session binding → transparent."""
     native: NativeServices = state.native
     apis = native.apis
@@ -430,7 +454,12 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         ),
     }
     compactor = TransparentCompactor(
-        state.estimation, state.compaction, state.summary_cache, state.metrics, tracer=state.tracer
+        state.estimation,
+        state.compaction,
+        state.summary_cache,
+        state.metrics,
+        tracer=state.tracer,
+        ahead=ahead,
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -219,6 +219,15 @@ class Settings(BaseSettings):
     """Time an upstream answer may take."""
     upstream_connect_timeout_seconds: float = Field(default=10.0, gt=0)
     """Time connecting to an upstream may take."""
+    prepare_ahead_ratio: Annotated[float, Field(gt=0, le=1)] | Literal["off"] = "off"
+    """The soft threshold (SPEC §16), a share of the threshold (0.8 is SPEC's value):
+    past it, the proxy's stateless requests have the summary their next compaction needs
+    prepared in the background, so the turn that crosses the threshold waits for no
+    summarizer. `off` (for now the default): every compaction summarizes inline. With it
+    on, a model's `prepare_ahead_ratio` overrides it."""
+    prepare_ahead_wait_seconds: float = Field(default=60.0, ge=0)
+    """Over the threshold with the prepared summary not ready and the request too large
+    for the model's window: how long the turn waits for it before compacting inline."""
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
     """Summaries of resent history prefixes kept per tenant (oldest evicted first)."""
     models: dict[str, ModelPolicySettings] = Field(default_factory=dict)

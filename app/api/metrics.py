@@ -89,6 +89,17 @@ class Metrics:
             ["api", "result"],
             registry=self.registry,
         )
+        self.prepared_summaries = Counter(
+            "compactor_prepared_summaries",
+            "Summaries prepared ahead in the background (SPEC §16), by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.prepared_wasted_total = Counter(
+            "compactor_prepared_wasted",
+            "Summaries prepared ahead that no turn used before the next one was prepared.",
+            registry=self.registry,
+        )
         self.proxy_overflow_retries = Counter(
             "compactor_proxy_overflow_retries",
             "Upstream context overflows, by API and outcome (retried, nothing_to_compact).",
@@ -109,6 +120,14 @@ class Metrics:
 
     def overflow_retry(self, api: str, outcome: str) -> None:
         self.proxy_overflow_retries.labels(api, outcome).inc()
+
+    # The PrepareObserver protocol of app.services.proxy.prepare_ahead:
+
+    def prepared_summary(self, outcome: str) -> None:
+        self.prepared_summaries.labels(outcome).inc()
+
+    def prepared_wasted(self) -> None:
+        self.prepared_wasted_total.inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text of this process, or of all workers in multiprocess mode."""

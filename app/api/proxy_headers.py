@@ -54,6 +54,8 @@ def report_headers(report: ProxyReport) -> list[tuple[str, str]]:
         headers.append(("x-compactor-model-known", "true" if report.model_known else "false"))
     if report.window_source is not None:
         headers.append(("x-compactor-context-window-source", report.window_source))
+    if report.prepared is not None:
+        headers.append(("x-compactor-prepared", report.prepared))
     return headers
 
 

@@ -12,7 +12,9 @@ Each line is a `log_event` (JSON, with the request id added by the filter) of th
 - `strategy` (asked) and `applied` (the steps taken), `trigger`, `model`;
 - `summarizer` (`provider/model`), `duration_ms`;
 - `cached` (the summary came from the summary cache, no summarizer call) and
-  `prepared_ahead` (it was summarized in the background before it was needed).
+  `prepared_ahead` (it was summarized in the background before it was needed) and
+  `prepared` (what the turn that crossed the threshold found: `ready`, `pending`,
+  `waited`; the X-Compactor-Prepared header).
 
 Never message content.
 """
@@ -59,6 +61,7 @@ def log_compaction(
     summarized_messages: int | None = None,
     cached: bool = False,
     prepared_ahead: bool = False,
+    prepared: str | None = None,
 ) -> None:
     """The line of one compaction that changed the history."""
     log_event(
@@ -76,6 +79,7 @@ def log_compaction(
         duration_ms=round(duration_ms, 2),
         cached=cached,
         prepared_ahead=prepared_ahead,
+        prepared=prepared,
     )
 
 
@@ -105,17 +109,19 @@ def log_overflow_retry(
 def log_prepared_summary(
     counted: CountedHistory,
     *,
-    session_id: str,
+    subject: Mapping[str, Any],
     tokens_after: int | None,
     summarizer: str,
     duration_ms: float,
+    summarized_messages: int | None = None,
 ) -> None:
-    """The hook for a summary prepared ahead in the background (SPEC §16): call it when
-    one is stored, before it is used. Nothing prepares ahead yet."""
+    """A summary prepared ahead in the background (SPEC §16), when it is stored, before
+    it is used."""
     log_event(
         log,
         "prepared_summary",
-        session_id=session_id,
+        **subject,
+        summarized_messages=summarized_messages,
         tokens_before=counted.estimate.tokens,
         tokens_after=tokens_after,
         **decision_fields(counted),

@@ -79,6 +79,12 @@ class Reply:
     def slow() -> Reply:
         return Reply("slow")
 
+    @staticmethod
+    def held(text: str = DEFAULT_SUMMARY) -> Reply:
+        """A summary that is answered only once the test sets the fake's `release`: a
+        slow summarizer whose slowness the test decides, not a clock."""
+        return Reply("held", text=text)
+
 
 @dataclass(frozen=True)
 class Received:
@@ -97,6 +103,8 @@ class FakeProvider(LoopbackServer):
         self.received: list[Received] = []
         self.client_hung_up = threading.Event()
         self.request_arrived = threading.Event()
+        # Held replies (`Reply.held`) answer once this is set (the test releases them).
+        self.release = threading.Event()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         super().__init__(_handler_for(self))
@@ -200,6 +208,9 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if reply.kind == "slow":
                 fake._hold(self.connection)
                 return
+            if reply.kind == "held":
+                fake.release.wait(_HOLD_LIMIT_SECONDS)
+                reply = Reply.ok(reply.text)
             status, reply_headers, body = fake.render(reply)
             self.send_response(status)
             for name, value in reply_headers.items():

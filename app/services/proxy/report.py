@@ -32,6 +32,9 @@ class ProxyReport:
     # and where its window came from; None when the estimation does not say (SPEC §18).
     model_known: bool | None = None
     window_source: str | None = None
+    # What the turn that crossed the threshold found prepared ahead (SPEC §16): ready,
+    # pending (forwarded uncompacted, the summary still in the making) or waited.
+    prepared: str | None = None
     # Why compaction was skipped or failed open, for the log (never the caller's data).
     note: str | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -21,6 +21,7 @@ import anyio
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
+from app.json_logging import log_event
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_compaction, window_source
 from app.services.estimation import CountedHistory, EstimationService
@@ -28,6 +29,7 @@ from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
 from app.services.proxy.pipeline import Exchange
+from app.services.proxy.prepare_ahead import AheadJob, PrepareAhead, Prepared
 from app.services.proxy.report import ProxyReport
 from app.services.proxy.resend_memo import ResendMemos
 from app.services.proxy.summary_cache import (
@@ -95,6 +97,7 @@ class TransparentCompactor:
         observer: ProxyObserver,
         memos: ResendMemos | None = None,
         tracer: Tracer | None = None,
+        ahead: PrepareAhead | None = None,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -102,7 +105,9 @@ class TransparentCompactor:
         self.observer = observer
         self.memos = memos or ResendMemos()
         self.tracer: Tracer = tracer or NullTracer()
-        self._prefix_memo = PrefixMemo()
+        self._prefix_memo = ahead.memo if ahead is not None else PrefixMemo()
+        # Summaries prepared ahead of the threshold (SPEC §16); None: compaction inline.
+        self.ahead = ahead
 
     async def apply(
         self,
@@ -112,10 +117,12 @@ class TransparentCompactor:
         *,
         trigger: str = "auto",
         counted_by: Exchange | None = None,
+        defer: bool = True,
     ) -> dict[str, Any] | None:
         """The body to forward (None: forward `body` as it is). `trigger` overflow
         compacts whatever the estimate says. An earlier stage's count of the same history
-        (`counted_by`) is reused, not made again."""
+        (`counted_by`) is reused, not made again. `defer=False`: over the threshold, no
+        waiting for a summary prepared ahead (it was waited for already)."""
         api = call.api
         wanted = history_of(call, body)
         if wanted is None:
@@ -142,6 +149,8 @@ class TransparentCompactor:
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
             self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
+            if self.ahead is not None and self.ahead.past_soft_threshold(counted):
+                self._prepare_under_threshold(call, wanted, counted)
             return None
         history = list(wanted.messages)
         inline = counted.inline_system_count
@@ -166,9 +175,20 @@ class TransparentCompactor:
             report.compacted = report.cache_hit = True
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
+                report.prepared = self._prepared_used(api.name, call.tenant, scope, prefixes, hit)
                 self._remember_compacted(call, forwarded, report)
-                self._log_cached(call, before, counted.estimate.tokens, hit, started, trigger)
+                self._log_cached(
+                    call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
+                )
+                if self.ahead is not None and self.ahead.past_soft_threshold(counted):
+                    self._prepare_ahead(call, wanted, scope, prefixes, history, before, hit)
                 return forwarded
+        if not overflow and self.ahead is not None and defer:
+            deferred = await self._not_ready(
+                call, body, (wanted, counted), (scope, prefixes, history, before), hit, report
+            )
+            if deferred is not None:
+                return deferred.body
         # What a plan's summary covers, in messages of the caller's history.
         offset = 1 if hit is not None else 0
 
@@ -232,6 +252,7 @@ class TransparentCompactor:
         hit: CachedSummary,
         started: float,
         trigger: str,
+        prepared: str | None = None,
     ) -> None:
         """The line of a compaction the summary cache answered (no summarizer call)."""
         info = self.compaction.summarizer.info
@@ -246,6 +267,8 @@ class TransparentCompactor:
             subject={"api": call.api.name, "tenant": call.tenant},
             summarized_messages=hit.prefix_len,
             cached=True,
+            prepared_ahead=prepared is not None,
+            prepared=prepared,
         )
 
     def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
@@ -318,6 +341,115 @@ class TransparentCompactor:
     @staticmethod
     def _store_failed(kind: str) -> None:
         log.warning("summary cache unavailable", extra={"error": kind})
+
+    # --- Prepared ahead (SPEC §16; the policy and the background work: prepare_ahead) ---
+
+    def _prepare_under_threshold(
+        self, call: ProxyCall, wanted: HistoryInput, counted: CountedHistory
+    ) -> None:
+        """Past the soft threshold, under the threshold: the summary the compaction at
+        the threshold will need is started in the background."""
+        history = list(wanted.messages)
+        inline = counted.inline_system_count
+        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, counted.threshold // KEEP_RECENT_SHARE))
+        wanted = replace(wanted, keep_recent_tokens=keep)
+        scope = self._scope(call.api.format, wanted, history[:inline])
+        prefixes = PrefixHashes(
+            history[inline:], counted.message_digests[inline:], self._prefix_memo
+        )
+        self._prepare_ahead(call, wanted, scope, prefixes, history, counted, None)
+
+    def _prepare_ahead(
+        self,
+        call: ProxyCall,
+        wanted: HistoryInput,
+        scope: str,
+        prefixes: PrefixHashes,
+        history: list[Any],
+        full: CountedHistory,
+        hit: CachedSummary | None,
+        *,
+        needed: bool = False,
+    ) -> bool:
+        """Starts the background summary of `wanted` (the caller's history, or it with
+        the cached summary `hit` in place of its prefix) unless one runs for it."""
+        assert self.ahead is not None
+        inline = full.inline_system_count
+        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
+        job = AheadJob(
+            tenant=call.tenant,
+            api=call.api.name,
+            scope=scope,
+            conversation=history[inline:],
+            digests=list(full.message_digests[inline:]),
+            history=replace(wanted, messages=list(wanted.messages)),
+            inline=inline,
+            hit=hit,
+        )
+        return self.ahead.start(key, job, needed=needed)
+
+    def _prepared_used(
+        self, api: str, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary
+    ) -> str | None:
+        """`ready` when `hit` is a prepared summary used for the first time."""
+        if self.ahead is None:
+            return None
+        key = self.ahead.conversation_key(tenant, scope, prefixes)
+        if not self.ahead.used(key, prefixes.at(hit.prefix_len)):
+            return None
+        # Applied now, summarized before: counted as the compaction it stands for.
+        self.observer.proxy_compacted(api, "auto")
+        return Prepared.READY.value
+
+    async def _not_ready(
+        self,
+        call: ProxyCall,
+        body: dict[str, Any],
+        now: tuple[HistoryInput, CountedHistory],
+        caller: tuple[str, PrefixHashes, list[Any], CountedHistory],
+        hit: CachedSummary | None,
+        report: ProxyReport,
+    ) -> _Deferred | None:
+        """Over the threshold with no summary ready: forward as it is while it fits the
+        window (`pending`), else wait for the background summary (`waited`); None:
+        compact inline (the background one failed, was given up, or took too long)."""
+        assert self.ahead is not None
+        wanted, counted = now
+        scope, prefixes, history, full = caller
+        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
+        if not self.ahead.background.running(key) and not self._prepare_ahead(
+            call, wanted, scope, prefixes, history, full, hit, needed=True
+        ):
+            return None
+        envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
+        budget = envelope.output_budget if envelope is not None else 0
+        if self.ahead.fits_window(counted, budget):
+            report.prepared = Prepared.PENDING.value
+            log_event(
+                log,
+                "compaction_deferred",
+                api=call.api.name,
+                tenant=call.tenant,
+                tokens=counted.estimate.tokens,
+                threshold=counted.threshold,
+                prepared=report.prepared,
+            )
+            forwarded = call.api.with_history(body, list(wanted.messages)) if hit else None
+            return _Deferred(forwarded)
+        if not await self.ahead.background.wait(key, self.ahead.policy.wait_seconds):
+            return None
+        # Done: the summary cache has it (used at once) or what it leaves is updated
+        # inline, only the part after its prefix summarized.
+        forwarded = await self.apply(call, body, report, defer=False)
+        report.prepared = Prepared.WAITED.value
+        return _Deferred(forwarded)
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """The body to forward instead of compacting inline (None: the body as it came)."""
+
+    body: dict[str, Any] | None
 
 
 class TransparentStage:

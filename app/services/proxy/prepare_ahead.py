@@ -1,0 +1,363 @@
+"""Summaries prepared ahead (SPEC §16) for the proxy's stateless callers: past a soft
+threshold (`prepare_ahead_ratio` of the threshold) the summary the next compaction
+needs is made in the background and stored in the summary cache, keyed by the prefix it
+summarizes; the turn that crosses the threshold finds it there and waits for nothing.
+
+Not ready yet when the threshold is crossed: a history that still fits the model's
+window goes on uncompacted (`pending`); one that does not waits for the background
+summary, bounded (`waited`), then falls back to compacting inline.
+
+One background summary per conversation at a time (in this process); a failed one is
+retried at most once; the lifespan cancels the ones still running at shutdown, and a
+cancelled one stores nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from types import TracebackType
+from typing import Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.errors import IneffectiveCompactionError
+from app.services.compaction import CompactionService
+from app.services.compaction_log import log_prepared_summary
+from app.services.estimation import CountedHistory, EstimationService
+from app.services.history import CompactOptions, HistoryInput
+from app.services.proxy.summary_cache import (
+    INEFFECTIVE_MARKER,
+    CachedSummary,
+    PrefixHashes,
+    PrefixMemo,
+    SummaryCache,
+    ignoring_store_errors,
+    ineffective_scope,
+)
+
+__all__ = [
+    "AheadJob",
+    "BackgroundSummaries",
+    "NullPrepareObserver",
+    "PrepareAhead",
+    "PrepareAheadPolicy",
+    "PrepareObserver",
+    "Prepared",
+]
+
+log = logging.getLogger("compactor.proxy")
+
+# Conversations whose prepared summary (or failures) are remembered, per process.
+_REMEMBERED = 4096
+# A background summary that failed is started again this many times at most.
+_RETRIES = 1
+
+
+class Prepared(StrEnum):
+    """What the turn that crossed the threshold found (X-Compactor-Prepared)."""
+
+    READY = "ready"
+    PENDING = "pending"
+    WAITED = "waited"
+
+
+class PrepareObserver(Protocol):
+    """Told about background summaries (metrics live behind this port)."""
+
+    def prepared_summary(self, outcome: str) -> None: ...
+
+    def prepared_wasted(self) -> None: ...
+
+
+class NullPrepareObserver:
+    def prepared_summary(self, outcome: str) -> None:
+        return None
+
+    def prepared_wasted(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareAheadPolicy:
+    """The service-wide soft threshold (None: off) and the bounded wait."""
+
+    ratio: float | None = 0.8
+    wait_seconds: float = 60.0
+
+    def soft_threshold(self, counted: CountedHistory) -> int | None:
+        """The token count past which a summary is prepared; None when off. A model's
+        policy (COMPACTOR_CONFIG) sets its own ratio; `off` service-wide wins."""
+        if self.ratio is None:
+            return None
+        ratio = counted.choice.model.policy.prepare_ahead_ratio or self.ratio
+        return math.floor(ratio * counted.threshold)
+
+    @staticmethod
+    def kept_ahead(keep: int, counted: CountedHistory) -> int:
+        """The kept tail of a summary prepared `threshold - tokens` before the threshold:
+        by then the history has grown that much, and the compaction there would fold
+        everything but its last `keep` tokens — so that much less is kept now (at least a
+        quarter of `keep`), and the summary covers the prefix that compaction would."""
+        early = counted.threshold - counted.estimate.tokens
+        return max(1, keep // 4, min(keep, keep - early))
+
+
+class _Lru(OrderedDict[Any, Any]):
+    def remember(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > _REMEMBERED:
+            self.popitem(last=False)
+
+
+class BackgroundSummaries:
+    """Background work by key: one at a time per key, retried at most once after a
+    failure, all of it cancelled when the block ends (the app's lifespan)."""
+
+    def __init__(self) -> None:
+        self._group: TaskGroup | None = None
+        self._running: dict[Any, anyio.Event] = {}
+        self._failures: _Lru = _Lru()
+
+    async def __aenter__(self) -> BackgroundSummaries:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        group, self._group = self._group, None
+        if group is None:
+            return None
+        group.cancel_scope.cancel()
+        return await group.__aexit__(exc_type, exc, tb)
+
+    def running(self, key: Any) -> bool:
+        """True while the work of `key` runs."""
+        return key in self._running
+
+    def start(self, key: Any, work: Callable[[], Awaitable[bool]]) -> bool:
+        """Starts `work` unless one of `key` runs, it failed too often, or the block is
+        closed; `work` answers whether it succeeded (an exception is a failure)."""
+        if self._group is None or key in self._running:
+            return False
+        if self._failures.get(key, 0) > _RETRIES:
+            return False
+        done = anyio.Event()
+        self._running[key] = done
+        self._group.start_soon(self._run, key, work, done)
+        return True
+
+    async def wait(self, key: Any, seconds: float) -> bool:
+        """Waits (at most `seconds`) for the work of `key`; True when none runs now."""
+        done = self._running.get(key)
+        if done is None:
+            return True
+        with anyio.move_on_after(seconds):
+            await done.wait()
+        return done.is_set()
+
+    async def _run(self, key: Any, work: Callable[[], Awaitable[bool]], done: anyio.Event) -> None:
+        ok = False
+        try:
+            ok = await work()
+        except Exception as exc:
+            # Never a turn's failure: the turn compacts inline if it must.
+            log.warning("background summary failed", extra={"error": type(exc).__name__})
+        finally:
+            self._running.pop(key, None)
+            done.set()
+        if ok:
+            self._failures.pop(key, None)
+        else:
+            self._failures.remember(key, self._failures.get(key, 0) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class AheadJob:
+    """What one background summary needs, taken from the turn that started it."""
+
+    tenant: str
+    api: str
+    scope: str
+    # The caller's history after its inline system messages (what prefixes key).
+    conversation: list[Any]
+    digests: list[tuple[int, int]]
+    # The history to compact: the caller's, or with a cached summary in place of its prefix.
+    history: HistoryInput
+    inline: int
+    hit: CachedSummary | None
+
+
+class PrepareAhead:
+    """Starts, finds and accounts for the summaries prepared ahead of a threshold."""
+
+    def __init__(
+        self,
+        policy: PrepareAheadPolicy,
+        background: BackgroundSummaries,
+        estimation: EstimationService,
+        compaction: CompactionService,
+        cache: SummaryCache,
+        memo: PrefixMemo,
+        observer: PrepareObserver | None = None,
+    ) -> None:
+        self.policy = policy
+        self.background = background
+        self.estimation = estimation
+        self.compaction = compaction
+        self.cache = cache
+        self.memo = memo
+        self.observer: PrepareObserver = observer or NullPrepareObserver()
+        # Per conversation: the prefix hash of its newest prepared summary, and whether a
+        # turn used it yet (one never used when the next is prepared is wasted).
+        self._prepared: _Lru = _Lru()
+
+    @staticmethod
+    def conversation_key(tenant: str, scope: str, prefixes: PrefixHashes) -> tuple[str, ...]:
+        """A conversation of a stateless caller: its scope and its first message."""
+        return tenant, scope, prefixes.at(min(1, len(prefixes)))
+
+    def past_soft_threshold(self, counted: CountedHistory) -> bool:
+        """True when `counted` is past the soft threshold (never under it)."""
+        soft = self.policy.soft_threshold(counted)
+        return soft is not None and counted.estimate.tokens > soft
+
+    def fits_window(self, counted: CountedHistory, output_budget: int) -> bool:
+        """True when the uncompacted request still fits the model's window."""
+        window = counted.settings.effective_window
+        return counted.estimate.tokens <= window - output_budget
+
+    def start(self, key: tuple[str, ...], job: AheadJob, *, needed: bool = False) -> bool:
+        """Starts the background summary of `job` unless one of `key` runs or, before
+        it is `needed` (over the threshold), one prepared for `key` is still unused."""
+        prepared = self._prepared.get(key)
+        if not needed and prepared is not None and not prepared[1]:
+            return False
+
+        async def work() -> bool:
+            try:
+                return await self._summarize(key, job)
+            except Exception:
+                self.observer.prepared_summary("failed")
+                raise
+
+        started = self.background.start(key, work)
+        if started:
+            self.observer.prepared_summary("started")
+        return started
+
+    def used(self, key: tuple[str, ...], prefix_hash: str) -> bool:
+        """Marks the prepared summary of `prefix_hash` used; True when it was one, not
+        used before."""
+        found = self._prepared.get(key)
+        if found is None or found[0] != prefix_hash or found[1]:
+            return False
+        self._prepared.remember(key, (prefix_hash, True))
+        return True
+
+    async def _summarize(self, key: tuple[str, ...], job: AheadJob) -> bool:
+        started = time.perf_counter()
+        history = job.history
+        counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        keep = history.keep_recent_tokens
+        if keep is not None and (ahead := PrepareAheadPolicy.kept_ahead(keep, counted)) != keep:
+            history = replace(history, keep_recent_tokens=ahead)
+            counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
+        offset = 1 if job.hit is not None else 0
+
+        def covered(plan: CompactionPlan) -> int:
+            return (job.hit.prefix_len if job.hit else 0) + plan.cut_index - job.inline - offset
+
+        # A prefix whose summary did not shrink the history before is not paid for again
+        # (the proxy's ineffective-summary memory, shared with the inline path).
+        known = await anyio.to_thread.run_sync(
+            lambda: ignoring_store_errors(
+                lambda: self.cache.longest(job.tenant, ineffective_scope(job.scope), prefixes),
+                _store_failed,
+            )
+        )
+        planned: list[CompactionPlan] = []
+
+        def skip(plan: CompactionPlan) -> str | None:
+            planned.append(plan)
+            if known is not None and covered(plan) == known.prefix_len:
+                return "a summary of these messages did not shrink the history before"
+            return None
+
+        options = CompactOptions(
+            force=True,
+            trigger="prepare_ahead",
+            skip_summary=skip,
+            subject={"api": job.api, "tenant": job.tenant},
+        )
+        try:
+            outcome = await self.compaction.compact(history, options, counted=counted)
+        except IneffectiveCompactionError:
+            if planned:
+                marker = CachedSummary(covered(planned[-1]), 0, INEFFECTIVE_MARKER)
+                await anyio.to_thread.run_sync(
+                    lambda: ignoring_store_errors(
+                        lambda: self.cache.store(
+                            job.tenant, ineffective_scope(job.scope), prefixes, marker
+                        ),
+                        _store_failed,
+                    )
+                )
+            self.observer.prepared_summary("ineffective")
+            return True
+        if not outcome.compacted or outcome.plan is None or outcome.messages is None:
+            self.observer.prepared_summary("nothing_to_compact")
+            return True
+        cut = outcome.plan.cut_index
+        summary = CachedSummary(
+            prefix_len=covered(outcome.plan),
+            prefix_tokens=(job.hit.prefix_tokens if job.hit else 0)
+            + sum(counted.per_message[job.inline + offset : cut]),
+            summary_message=outcome.messages[job.inline],
+        )
+
+        def store() -> str:
+            self.cache.store(job.tenant, job.scope, prefixes, summary)
+            return prefixes.at(summary.prefix_len)
+
+        with anyio.CancelScope(shield=True):
+            # Stored whole or not at all: a shutdown does not cut the write in half.
+            stored = await anyio.to_thread.run_sync(
+                lambda: ignoring_store_errors(store, _store_failed)
+            )
+        if stored is None:
+            self.observer.prepared_summary("failed")
+            return False
+        previous = self._prepared.get(key)
+        if previous is not None and not previous[1] and previous[0] != stored:
+            self.observer.prepared_wasted()
+        self._prepared.remember(key, (stored, False))
+        self.observer.prepared_summary("stored")
+        info = self.compaction.summarizer.info
+        log_prepared_summary(
+            counted,
+            subject={"api": job.api, "tenant": job.tenant},
+            tokens_after=outcome.tokens_after,
+            summarizer=f"{info.provider}/{info.model}",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            summarized_messages=summary.prefix_len,
+        )
+        return True
+
+
+def _store_failed(kind: str) -> None:
+    log.warning("summary cache unavailable", extra={"error": kind})
