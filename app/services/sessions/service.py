@@ -22,19 +22,27 @@ from app.services.sessions.appends import (
     TranscriptLog,
 )
 from app.services.sessions.catalog import NewSession, SessionCatalog
-from app.services.sessions.compactions import CompactResult, ContextView, SessionCompactor
-from app.services.sessions.context import ForwardedPrompt
+from app.services.sessions.compactions import (
+    DEFAULT_COMPACTION_LEASE,
+    CompactResult,
+    ContextView,
+    SessionCompactor,
+)
+from app.services.sessions.context import ForwardedPrompt, context_before
 from app.services.sessions.transactions import SessionStore
+from app.services.sessions.turns import BoundTurnResult, FreshMessages, TurnLog, TurnRequest
 from app.services.sessions.views import CompactionRecord, SessionView
 from app.store.transactions import SessionDatabase
 
 __all__ = [
     "AppendResult",
+    "BoundTurnResult",
     "CompactResult",
     "ContextView",
     "ForwardedPrompt",
     "NewSession",
     "SessionService",
+    "TurnRequest",
 ]
 
 
@@ -46,6 +54,7 @@ class SessionService:
         compaction: CompactionService,
         marker: SummaryMarker | None = None,
         idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
+        compaction_lease: timedelta = DEFAULT_COMPACTION_LEASE,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -54,7 +63,10 @@ class SessionService:
         self._store = store
         self._catalog = SessionCatalog(store)
         self._log = TranscriptLog(store, idempotency_retention)
-        self._compactor = SessionCompactor(store, estimation, compaction, self.marker)
+        self._compactor = SessionCompactor(
+            store, estimation, compaction, self.marker, compaction_lease
+        )
+        self._turns = TurnLog(store, self._log, self._compactor.read_context, idempotency_retention)
 
     def check_database(self) -> str | None:
         """None when the store answers and its tables exist, else what is wrong."""
@@ -87,6 +99,31 @@ class SessionService:
         """Appends messages (validated in the session's format), atomically numbered."""
         return self._log.append(tenant, session_id, messages, usage, idempotency_key)
 
+    def bind_turn(
+        self, tenant: str, session_id: str, request: TurnRequest, fresh_of: FreshMessages
+    ) -> BoundTurnResult:
+        """A proxied request's turn: its new messages recorded once, atomically, however
+        often the request is retried (SPEC §10)."""
+        return self._turns.bind(tenant, session_id, request, fresh_of)
+
+    def record_turn_reply(
+        self,
+        tenant: str,
+        session_id: str,
+        key: str | None,
+        messages: Sequence[Any],
+        usage: dict[int, dict[str, int]],
+    ) -> bool:
+        """Appends the reply of turn `key` unless one was recorded; True when appended."""
+        return self._turns.record_reply(tenant, session_id, key, messages, usage)
+
+    def context_before(self, view: ContextView, end_seq: int) -> ContextView:
+        """`view` without the entries from `end_seq` on, counted again."""
+        context = context_before(view.context, end_seq)
+        if context is view.context:
+            return view
+        return ContextView(context, self.estimation.count(context.history()))
+
     def transcript(
         self, tenant: str, session_id: str, offset: int, limit: int
     ) -> tuple[list[Any], int]:
@@ -109,9 +146,11 @@ class SessionService:
         session_id: str,
         caller_gone: CallerGone = lambda: False,
         prompt: ForwardedPrompt | None = None,
+        wait_seconds: float = 0.0,
     ) -> CompactResult:
-        """The before-turn hook: estimate; compact when over the threshold; the context."""
-        return await self._compactor.prepare(tenant, session_id, caller_gone, prompt)
+        """The before-turn hook: estimate; compact when over the threshold; the context.
+        With `wait_seconds`, a compaction of the session already running is waited for."""
+        return await self._compactor.prepare(tenant, session_id, caller_gone, prompt, wait_seconds)
 
     async def compact(
         self,
