@@ -160,7 +160,10 @@ class SessionCompactor:
             return await self._compact_due(view, caller_gone)
         finally:
             if leased:
-                await _in_thread(self._release_lease, session, owner)
+                # Even when the request is cancelled: a lease left behind would make the
+                # session's next requests wait for it to run out.
+                with anyio.CancelScope(shield=True):
+                    await _in_thread(self._release_lease, session, owner)
 
     def _not_due(self, view: ContextView) -> CompactResult | None:
         """The answer when no automatic compaction is due (None: it is)."""
