@@ -111,10 +111,10 @@ class Settings(BaseSettings):
     """How long a request bound to a session (`X-Compactor-Session`) waits for a
     compaction of that session another request or replica is running, to forward its
     result; past that it forwards the context as it is. 0: never wait (compact anyway)."""
-    compaction_lease_seconds: float = Field(default=300.0, gt=0)
+    compaction_lease_seconds: float = Field(default=30.0, gt=0)
     """How long a session's automatic compaction holds its lease (one summary at a time
-    across replicas). Longer than a summary takes: a crashed replica's lease runs out
-    after it."""
+    across replicas) unless renewed; its holder renews it every third of that while the
+    summary runs, so a crashed replica's lease runs out after it."""
     auto_migrate: bool | None = None
     """Apply pending migrations when the app starts; unset: yes for the embedded SQLite
     file, no for PostgreSQL, where `compactor migrate` runs once per deployment."""

@@ -136,6 +136,15 @@ class SessionRepository:
         ).first()
         return taken is not None
 
+    def renew_compaction_lease(self, session_id: str, owner: str, until: datetime) -> None:
+        """Extends `owner`'s lease to `until` (a lease another holder took is left alone)."""
+        row = SessionRow
+        self.db.execute(
+            update(row)
+            .where(row.id == session_id, row.compaction_lease_owner == owner)
+            .values(compaction_lease_until=until)
+        )
+
     def release_compaction_lease(self, session_id: str, owner: str) -> None:
         """Ends `owner`'s lease (a lease another holder took since is left alone)."""
         row = SessionRow

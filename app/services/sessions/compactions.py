@@ -14,6 +14,7 @@ result instead of summarizing the same history again or answering 409.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from app.services.sessions.context import (
     build_context,
     compacted_context,
 )
-from app.services.sessions.errors import CompactionConflictError
+from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
 from app.services.sessions.records import new_compaction
 from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
@@ -48,9 +49,10 @@ from app.store.views import CompactionRecord, CompactionStall, NewCompaction, Se
 
 T = TypeVar("T")
 
-# How long a compaction's lease lasts: longer than a summary takes (a crashed holder's
-# lease runs out after it, and automatic compaction of the session resumes).
-DEFAULT_COMPACTION_LEASE = timedelta(minutes=5)
+# How long a compaction's lease lasts unless renewed (its holder renews it every third
+# of that while the summary runs): a crashed holder's lease runs out after it, and
+# automatic compaction of the session resumes.
+DEFAULT_COMPACTION_LEASE = timedelta(seconds=30)
 # How often a request waiting for another replica's compaction looks again.
 LEASE_POLL_SECONDS = 0.1
 
@@ -156,9 +158,17 @@ class SessionCompactor:
                     reason="another compaction of this session is still running",
                 )
             await self._wait_for_lease(session, deadline, caller_gone)
+        renewing = threading.Event()
+        if leased:
+            # Renewed while the summary runs: the lease can be short, so a crashed
+            # holder's lease runs out soon and the session compacts again.
+            threading.Thread(
+                target=self._keep_lease, args=(session, owner, renewing), daemon=True
+            ).start()
         try:
             return await self._compact_due(view, caller_gone)
         finally:
+            renewing.set()
             if leased:
                 # Even when the request is cancelled: a lease left behind would make the
                 # session's next requests wait for it to run out.
@@ -208,6 +218,14 @@ class SessionCompactor:
         with self._store.transaction() as tx:
             return tx.sessions.take_compaction_lease(session.id, owner, now, now + self._lease)
 
+    def _keep_lease(self, session: SessionView, owner: str, done: threading.Event) -> None:
+        """Renews `owner`'s lease every third of its length until `done`."""
+        while not done.wait(self._lease.total_seconds() / 3):
+            now = datetime.now(UTC)
+            # A store that failed now is tried again next time (or the lease runs out).
+            with contextlib.suppress(CompactorError, StoreError), self._store.transaction() as tx:
+                tx.sessions.renew_compaction_lease(session.id, owner, now + self._lease)
+
     def _release_lease(self, session: SessionView, owner: str) -> None:
         # A store that failed now lets the lease run out instead.
         with contextlib.suppress(CompactorError, StoreError), self._store.transaction() as tx:
@@ -220,7 +238,11 @@ class SessionCompactor:
         record written), the deadline passes or the caller hangs up."""
         while time.monotonic() < deadline and not caller_gone():
             await anyio.sleep(LEASE_POLL_SECONDS)
-            state = await _in_thread(self._lease_state, session)
+            try:
+                state = await _in_thread(self._lease_state, session)
+            except StoreUnavailableError:
+                # The store is away (a restart): wait on; the deadline still holds.
+                continue
             if state is None:
                 return
             until, count = state
