@@ -5,11 +5,13 @@ replica answers it. Two replicas (two app servers) share one store, as in produc
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from functools import partial
 from typing import Any
 
 import httpx
@@ -43,10 +45,8 @@ def _held_until_both_arrived(upstream: FakeUpstream) -> threading.Barrier:
 
     def respond(received: Received) -> Answer | None:
         if received.path.endswith("/chat/completions"):
-            try:
+            with contextlib.suppress(threading.BrokenBarrierError):
                 both.wait()
-            except threading.BrokenBarrierError:
-                pass
         return None
 
     upstream.responder = respond
@@ -103,7 +103,7 @@ def test_a_retry_on_another_replica_while_the_first_is_in_flight_records_the_tur
         _held_until_both_arrived(upstream)
         already = len(upstream.bodies("/chat/completions"))
         answers = _in_flight_pair(
-            lambda: _chat(one, sid, body), lambda: _chat(two, sid, body), upstream, already
+            partial(_chat, one, sid, body), partial(_chat, two, sid, body), upstream, already
         )
         assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
         assert _roles(one, sid) == ["user", "assistant"], f"trial {trial}"
@@ -123,7 +123,12 @@ def test_the_same_request_at_the_same_moment_on_two_replicas_records_the_turn_on
         _held_until_both_arrived(upstream)
         start = threading.Barrier(2, timeout=WAIT_SECONDS)
 
-        def send(url: str, sid: str = sid, body: dict[str, Any] = body) -> httpx.Response:
+        def send(
+            url: str,
+            sid: str = sid,
+            body: dict[str, Any] = body,
+            start: threading.Barrier = start,
+        ) -> httpx.Response:
             start.wait()
             return _chat(url, sid, body)
 
