@@ -11,13 +11,17 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.settings import Settings
+from app.store.database import create_db_engine
+from app.store.models import SessionRow
 from app.tokenizers.bpe import TokenizerRegistry
 from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
@@ -160,3 +164,48 @@ def test_a_failing_summarizer_forwards_the_bound_context_uncompacted_and_records
     assert re.search(
         r'compactor_compactions_total\{outcome="failed",trigger="auto"\} 1\.0', metrics
     )
+
+
+def _leave_lease(database_url: str, sid: str, until: datetime) -> None:
+    """A lease as a replica killed mid-summary leaves it (never released)."""
+    engine = create_db_engine(database_url)
+    try:
+        with engine.begin() as db:
+            db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == sid)
+                .values(compaction_lease_owner="killed-replica", compaction_lease_until=until)
+            )
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_lease_left_by_a_dead_replica_is_waited_for_boundedly_and_runs_out(
+    database_url: str,
+    upstream: FakeUpstream,
+    summarizer: OpenAIFake,
+    tokenizers: TokenizerRegistry,
+) -> None:
+    settings = _settings(database_url, upstream, summarizer).model_copy(
+        update={"bound_compaction_wait_seconds": 0.3}
+    )
+    with live_server(settings, tokenizers=tokenizers) as url:
+        sid = _session_over_its_threshold(url)
+        _leave_lease(database_url, sid, datetime.now(UTC) + timedelta(hours=1))
+        # Still held: the request waits (bounded), then forwards the context as it is.
+        held = _chat(url, sid, "while the lease is held")
+        assert held.status_code == 200, held.text
+        assert held.headers["x-compactor-compacted"] == "false"
+        assert not summarizer.received
+        assert len(upstream.bodies("/chat/completions")[-1]["messages"]) == 21
+        # Run out: the next request compacts the session itself.
+        _leave_lease(database_url, sid, datetime.now(UTC) - timedelta(seconds=1))
+        after = _chat(url, sid, "after the lease ran out")
+        assert after.status_code == 200, after.text
+        assert after.headers["x-compactor-compacted"] == "true"
+        assert len(summarizer.received) == 1
+        sent = upstream.bodies("/chat/completions")[-1]["messages"]
+        assert sent[0]["content"].startswith(SUMMARY_MARKER_PREFIX)
+        transcript = httpx.get(f"{url}/sessions/{sid}/transcript").json()["messages"]
+    assert [m["role"] for m in transcript[20:]] == ["user", "assistant", "user", "assistant"]
