@@ -189,3 +189,41 @@ def test_a_retry_after_the_reply_was_recorded_forwards_the_turn_as_it_was_and_re
     }
     assert _chat(two, sid, follow_up).status_code == 200
     assert _roles(one, sid) == ["user", "assistant", "user", "assistant"]
+
+
+def _streamed_chat(url: str, sid: str, body: dict[str, Any]) -> httpx.Response:
+    with httpx.stream(
+        "POST",
+        f"{url}/v1/chat/completions",
+        json=body,
+        headers={"X-Compactor-Session": sid, "Authorization": "Bearer sk-caller"},
+        timeout=60,
+    ) as answer:
+        answer.read()
+    return answer
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_streamed_retry_in_flight_records_the_turn_and_the_streamed_reply_once(
+    replicas: tuple[str, str], upstream: FakeUpstream
+) -> None:
+    one, two = replicas
+    sid = _new_session(one)
+    body = {
+        "model": "gpt-4o",
+        "stream": True,
+        "messages": [{"role": "user", "content": "stream it"}],
+    }
+    _held_until_both_arrived(upstream)
+    already = len(upstream.bodies("/chat/completions"))
+    answers = _in_flight_pair(
+        partial(_streamed_chat, one, sid, body),
+        partial(_streamed_chat, two, sid, body),
+        upstream,
+        already,
+    )
+    assert [a.status_code for a in answers] == [200, 200]
+    assert all(b"[DONE]" in a.content for a in answers)
+    messages = httpx.get(f"{one}/sessions/{sid}/transcript").json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"] == "Reply to 1 items. one two three"
