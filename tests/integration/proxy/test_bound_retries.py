@@ -227,3 +227,19 @@ def test_a_streamed_retry_in_flight_records_the_turn_and_the_streamed_reply_once
     messages = httpx.get(f"{one}/sessions/{sid}/transcript").json()["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[1]["content"] == "Reply to 1 items. one two three"
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_idempotency_key_reused_for_other_messages_is_a_clear_422(
+    replicas: tuple[str, str], upstream: FakeUpstream
+) -> None:
+    one, _ = replicas
+    sid = _new_session(one)
+    first = {"model": "gpt-4o", "messages": [{"role": "user", "content": "first"}]}
+    assert _chat(one, sid, first, **{"Idempotency-Key": "k"}).status_code == 200
+    other = {"model": "gpt-4o", "messages": [{"role": "user", "content": "something else"}]}
+    refused = _chat(one, sid, other, **{"Idempotency-Key": "k"})
+    assert refused.status_code == 422
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert "Idempotency-Key" in refused.json()["detail"]
+    assert _roles(one, sid) == ["user", "assistant"]
