@@ -59,6 +59,8 @@ LEASE_POLL_SECONDS = 0.1
 
 @dataclass(frozen=True, slots=True)
 class ContextView:
+    """A session's context to send now, with its count."""
+
     context: SessionContext
     counted: CountedHistory
 
