@@ -286,6 +286,7 @@ def build_state(
         compaction,
         marker=marker,
         idempotency_retention=retention,
+        compaction_lease=timedelta(seconds=settings.compaction_lease_seconds),
     )
     api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
@@ -463,7 +464,7 @@ def proxy_stages(
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),
-        SessionStage(SessionBinding(state.sessions)),
+        SessionStage(SessionBinding(state.sessions, state.settings.bound_compaction_wait_seconds)),
         TransparentStage(compactor),
     ]
 

@@ -107,6 +107,14 @@ class Settings(BaseSettings):
     idempotency_retention_hours: float = Field(default=24.0, gt=0)
     """How long an append's Idempotency-Key is kept: a retry within it appends nothing,
     after it the same batch appends again. Expired keys are deleted as appends go."""
+    bound_compaction_wait_seconds: float = Field(default=60.0, ge=0)
+    """How long a request bound to a session (`X-Compactor-Session`) waits for a
+    compaction of that session another request or replica is running, to forward its
+    result; past that it forwards the context as it is. 0: never wait (compact anyway)."""
+    compaction_lease_seconds: float = Field(default=30.0, gt=0)
+    """How long a session's automatic compaction holds its lease (one summary at a time
+    across replicas) unless renewed; its holder renews it every third of that while the
+    summary runs, so a crashed replica's lease runs out after it."""
     auto_migrate: bool | None = None
     """Apply pending migrations when the app starts; unset: yes for the embedded SQLite
     file, no for PostgreSQL, where `compactor migrate` runs once per deployment."""

@@ -12,8 +12,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -32,9 +33,25 @@ def _free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class Cluster:
+    """A running throwaway cluster: its URL, and a way to restart it (a fault run)."""
+
+    url: str
+    restart: Callable[[], None]
+
+
 @contextmanager
 def throwaway_cluster() -> Iterator[str]:
     """Starts a cluster; yields a `postgresql://` URL of its `postgres` database."""
+    with restartable_cluster() as cluster:
+        yield cluster.url
+
+
+@contextmanager
+def restartable_cluster() -> Iterator[Cluster]:
+    """Starts a cluster; yields it (`restart()` stops it at once, as a crash would, and
+    starts it again on the same port)."""
     bin_dir = server_bin_dir()
     assert bin_dir is not None
     base = Path(tempfile.mkdtemp(prefix="compactor-pg-"))
@@ -60,21 +77,29 @@ def throwaway_cluster() -> Iterator[str]:
         "--no-sync",
     )
     options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run(
-        str(bin_dir / "pg_ctl"),
-        "-D",
-        str(data),
-        "-o",
-        options,
-        "-l",
-        str(base / "log"),
-        "-w",
-        "-t",
-        "60",
-        "start",
-    )
+
+    def start() -> None:
+        run(
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(base / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+
+    def restart() -> None:
+        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        start()
+
+    start()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        yield Cluster(f"postgresql://postgres@127.0.0.1:{port}/postgres", restart)
     finally:
         subprocess.run(
             [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],

@@ -30,7 +30,7 @@ from app.engine.errors import (
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
 from app.services.clearing import ClearedHistory, clear_history
-from app.services.compaction_log import log_compaction
+from app.services.compaction_log import log_compaction, log_compaction_failed
 from app.services.compaction_outcome import CompactionOutcome
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
@@ -100,11 +100,21 @@ class CompactionService:
         again. A compaction that changed the history writes one log line (compaction_log)."""
         started = time.perf_counter()
         attributes = {"compactor.trigger": options.trigger}
+        info = self.summarizer.info
         with self.tracer.span("compaction", attributes=attributes) as span:
-            outcome = await self._observed(history, options, caller_gone, counted)
+            try:
+                outcome = await self._observed(history, options, caller_gone, counted)
+            except SummarizerError as exc:
+                log_compaction_failed(
+                    trigger=options.trigger,
+                    error=type(exc).__name__,
+                    summarizer=f"{info.provider}/{info.model}",
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                    subject=options.subject,
+                )
+                raise
             _describe(span, outcome)
         if outcome.compacted:
-            info = self.summarizer.info
             log_compaction(
                 outcome.counted,
                 tokens_after=outcome.tokens_after,

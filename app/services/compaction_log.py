@@ -4,7 +4,8 @@ summary (SPEC §18), so "why did my agent forget X?" has an answer in the logs.
 Each line is a `log_event` (JSON, with the request id added by the filter) of the
 `compactor.compaction` logger. The fields:
 
-- `event`-specific: `compaction`, `overflow_retry`, `prepared_summary`;
+- `event`-specific: `compaction`, `compaction_failed` (the summarizer failed: nothing
+  was written, the history went on as it was), `overflow_retry`, `prepared_summary`;
 - what was compacted: `session_id` (a stored session), or `api` + `tenant` for the
   proxy's stateless requests, and `summarized_messages` (the prefix folded into the
   summary, which the summary cache keys);
@@ -80,6 +81,22 @@ def log_compaction(
         cached=cached,
         prepared_ahead=prepared_ahead,
         prepared=prepared,
+    )
+
+
+def log_compaction_failed(
+    *, trigger: str, error: str, summarizer: str, duration_ms: float, subject: Mapping[str, Any]
+) -> None:
+    """The line of a compaction whose summarizer failed (nothing was written)."""
+    log_event(
+        log,
+        "compaction_failed",
+        level=logging.WARNING,
+        **subject,
+        trigger=trigger,
+        error=error,
+        summarizer=summarizer,
+        duration_ms=round(duration_ms, 2),
     )
 
 

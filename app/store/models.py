@@ -58,6 +58,13 @@ class SessionRow(Base):
     # Set when automatic compaction could not bring the context under the threshold: the
     # entry count then, and the numbers. `prepare` does not try again before new entries.
     compaction_stall: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # A lease on the session's automatic compaction (SPEC §10): who is summarizing it and
+    # until when. Other replicas wait for it instead of summarizing the same history; a
+    # crashed holder's lease simply runs out.
+    compaction_lease_owner: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    compaction_lease_until: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -132,6 +139,27 @@ class IdempotencyKeyRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class BoundTurnRow(Base):
+    """One turn of a proxied request bound to the session (SPEC §10): the key of the
+    request (its Idempotency-Key or its body, hashed), where its messages end in the
+    transcript and where its reply ends once recorded. A retry of the same request finds
+    it and records nothing; the first reply to finish is the one recorded."""
+
+    __tablename__ = "bound_turns"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Hash of the history the turn came with: an Idempotency-Key reused for other
+    # messages is refused.
+    request_hash: Mapped[str] = mapped_column(String(64))
+    # Transcript length once the turn's messages were recorded (exclusive end).
+    end_seq: Mapped[int] = mapped_column(BigInteger)
+    reply_end_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class SummaryCacheRow(Base):
     """A summary the proxy wrote for an exact history prefix, reused when a stateless
     caller resends that prefix (SPEC §10). Bounded per tenant; oldest rows go first."""
@@ -175,3 +203,5 @@ class UiLoginRow(Base):
 Index("ix_ui_logins_tenant_created", UiLoginRow.tenant, UiLoginRow.created_at)
 # Expired Idempotency-Keys are found (and deleted a batch at a time) by age.
 Index("ix_idempotency_keys_created_at", IdempotencyKeyRow.created_at)
+# Expired bound turns go the same way.
+Index("ix_bound_turns_created_at", BoundTurnRow.created_at)

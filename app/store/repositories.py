@@ -21,6 +21,7 @@ from app.store.mapping import (
     stall_to_json,
 )
 from app.store.models import (
+    BoundTurnRow,
     CompactionRow,
     IdempotencyKeyRow,
     SessionRow,
@@ -28,6 +29,7 @@ from app.store.models import (
 )
 from app.store.views import (
     AppendResult,
+    BoundTurn,
     CompactionRecord,
     CompactionStall,
     IdempotentAppend,
@@ -116,6 +118,55 @@ class SessionRepository:
         """Records (or clears) the stall that pauses automatic compaction."""
         self._update(session_id, compaction_stall=stall_to_json(stall))
 
+    def take_compaction_lease(
+        self, session_id: str, owner: str, now: datetime, until: datetime
+    ) -> bool:
+        """Claims the session's compaction lease for `owner` until `until`, unless another
+        holder's lease is still running at `now`; True when claimed. One UPDATE: two
+        replicas cannot both take it."""
+        row = SessionRow
+        taken = self.db.execute(
+            update(row)
+            .where(
+                row.id == session_id,
+                (row.compaction_lease_until.is_(None)) | (row.compaction_lease_until < now),
+            )
+            .values(compaction_lease_owner=owner, compaction_lease_until=until)
+            .returning(row.id)
+        ).first()
+        return taken is not None
+
+    def renew_compaction_lease(self, session_id: str, owner: str, until: datetime) -> None:
+        """Extends `owner`'s lease to `until` (a lease another holder took is left alone)."""
+        row = SessionRow
+        self.db.execute(
+            update(row)
+            .where(row.id == session_id, row.compaction_lease_owner == owner)
+            .values(compaction_lease_until=until)
+        )
+
+    def release_compaction_lease(self, session_id: str, owner: str) -> None:
+        """Ends `owner`'s lease (a lease another holder took since is left alone)."""
+        row = SessionRow
+        self.db.execute(
+            update(row)
+            .where(row.id == session_id, row.compaction_lease_owner == owner)
+            .values(compaction_lease_owner=None, compaction_lease_until=None)
+        )
+
+    def compaction_lease(self, session_id: str) -> tuple[datetime | None, int] | None:
+        """When the session's compaction lease runs out (None: no lease) and how many
+        compactions the session has; None when the session is gone."""
+        found = self.db.execute(
+            select(SessionRow.compaction_lease_until, SessionRow.compaction_count).where(
+                SessionRow.id == session_id
+            )
+        ).first()
+        if found is None:
+            return None
+        until, count = found
+        return (aware(until) if until is not None else None), int(count)
+
     def _update(self, session_id: str, **values: Any) -> None:
         self.db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
 
@@ -126,7 +177,7 @@ class SessionRepository:
     def delete(self, session_id: str) -> None:
         # Children first: SQLite enforces ON DELETE CASCADE only with foreign_keys on, and
         # an explicit order keeps both backends identical.
-        for table in (IdempotencyKeyRow, TranscriptEntryRow):
+        for table in (IdempotencyKeyRow, BoundTurnRow, TranscriptEntryRow):
             self.db.execute(delete(table).where(table.session_id == session_id))
         self.db.execute(
             update(CompactionRow)
@@ -260,6 +311,72 @@ class IdempotencyRepository:
             .execution_options(synchronize_session=False)
         )
         return int(getattr(done, "rowcount", 0) or 0)
+
+
+class BoundTurnRepository:
+    """Turns of proxied requests bound to sessions, kept for the idempotency retention."""
+
+    def __init__(self, db: Session) -> None:
+        self.db = db
+
+    def get(self, session_id: str, key: str, not_before: datetime) -> BoundTurn | None:
+        """The turn kept under `key`, unless it was bound before `not_before` (then it is
+        deleted here: the request counts as new)."""
+        row = self.db.get(BoundTurnRow, (session_id, key), populate_existing=True)
+        if row is None:
+            return None
+        if _before(row.created_at, not_before):
+            self.db.delete(row)
+            self.db.flush()
+            return None
+        return BoundTurn(row.key, row.request_hash, int(row.end_seq), _int(row.reply_end_seq))
+
+    def put(self, session_id: str, turn: BoundTurn, now: datetime) -> None:
+        """Keeps `turn` under its key (replacing a turn the key named before)."""
+        self.db.execute(
+            delete(BoundTurnRow).where(
+                BoundTurnRow.session_id == session_id, BoundTurnRow.key == turn.key
+            )
+        )
+        self.db.add(
+            BoundTurnRow(
+                session_id=session_id,
+                key=turn.key,
+                request_hash=turn.request_hash,
+                end_seq=turn.end_seq,
+                reply_end_seq=turn.reply_end_seq,
+                created_at=now,
+            )
+        )
+        self.db.flush()
+
+    def set_reply(self, session_id: str, key: str, reply_end_seq: int) -> None:
+        """Marks the turn's reply recorded (it ends before `reply_end_seq`)."""
+        self.db.execute(
+            update(BoundTurnRow)
+            .where(BoundTurnRow.session_id == session_id, BoundTurnRow.key == key)
+            .values(reply_end_seq=reply_end_seq)
+        )
+
+    def delete_expired(self, not_before: datetime, limit: int) -> None:
+        """Deletes up to `limit` turns bound before `not_before`, oldest first (rows
+        another transaction is deleting are skipped)."""
+        expired = (
+            select(BoundTurnRow.session_id, BoundTurnRow.key)
+            .where(BoundTurnRow.created_at < not_before)
+            .order_by(BoundTurnRow.created_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        self.db.execute(
+            delete(BoundTurnRow)
+            .where(tuple_(BoundTurnRow.session_id, BoundTurnRow.key).in_(expired))
+            .execution_options(synchronize_session=False)
+        )
+
+
+def _int(value: int | None) -> int | None:
+    return int(value) if value is not None else None
 
 
 def _before(moment: datetime, not_before: datetime) -> bool:

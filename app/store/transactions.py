@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.store.errors import first_line, store_error
 from app.store.repositories import (
+    BoundTurnRepository,
     CompactionRepository,
     IdempotencyRepository,
     SessionRepository,
@@ -29,6 +30,7 @@ class StoreTransaction:
     compactions: CompactionRepository
     idempotency: IdempotencyRepository
     ui_logins: UiLoginRepository
+    bound_turns: BoundTurnRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -38,6 +40,7 @@ class StoreTransaction:
             CompactionRepository(db),
             IdempotencyRepository(db),
             UiLoginRepository(db),
+            BoundTurnRepository(db),
         )
 
 

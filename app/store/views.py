@@ -172,6 +172,17 @@ class IdempotentAppend:
     answer: AppendResult
 
 
+@dataclass(frozen=True, slots=True)
+class BoundTurn:
+    """A proxied request's turn in its session (SPEC §10): where its messages end in the
+    transcript, and where its reply ends once one was recorded."""
+
+    key: str
+    request_hash: str
+    end_seq: int
+    reply_end_seq: int | None
+
+
 # --- The proxy's summary cache (SPEC §10) ---------------------------------------------
 
 

@@ -105,6 +105,8 @@ class FakeProvider(LoopbackServer):
         self.request_arrived = threading.Event()
         # Held replies (`Reply.held`) answer once this is set (the test releases them).
         self.release = threading.Event()
+        # Every reply waits this long first (a model that takes its time to summarize).
+        self.delay_seconds = 0.0
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         super().__init__(_handler_for(self))
@@ -205,6 +207,8 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = fake._take(self.path, headers, raw)
             self.close_connection = True
+            if fake.delay_seconds:
+                time.sleep(fake.delay_seconds)
             if reply.kind == "slow":
                 fake._hold(self.connection)
                 return

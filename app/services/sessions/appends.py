@@ -80,6 +80,18 @@ class TranscriptLog:
                     raise
                 return replay
 
+    def append_in(
+        self,
+        tx: StoreTransaction,
+        tenant: str,
+        session_id: str,
+        messages: Sequence[Any],
+        usage: dict[int, dict[str, int]],
+    ) -> AppendResult:
+        """Appends within `tx` (a caller that decides more in the same transaction)."""
+        not_before = self._clock() - self._retention
+        return self._append(tx, tenant, session_id, messages, usage, None, "", not_before)
+
     def _append(
         self,
         tx: StoreTransaction,

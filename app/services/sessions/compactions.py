@@ -5,12 +5,21 @@ from async code); the summarizer call happens between them, holding no transacti
 compaction records the base it was built on; if another one committed first, the unique
 (session, ordinal) constraint refuses the second and it answers 409. A failure anywhere
 writes nothing.
+
+Automatic compactions (`prepare`) hold a lease on the session while they summarize, so
+a bound proxy request can wait for a compaction another replica is running and use its
+result instead of summarizing the same history again or answering 409.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import anyio
@@ -18,7 +27,7 @@ import anyio
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.strategy import StrategyName
 from app.engine.compaction.thresholds import keep_recent_for_threshold
-from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
+from app.engine.errors import CompactorError, IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
@@ -30,15 +39,23 @@ from app.services.sessions.context import (
     build_context,
     compacted_context,
 )
-from app.services.sessions.errors import CompactionConflictError
+from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
 from app.services.sessions.records import new_compaction
 from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
-from app.store.errors import DuplicateKeyError
+from app.store.errors import DuplicateKeyError, StoreError
+from app.store.transactions import StoreTransaction
 from app.store.views import CompactionRecord, CompactionStall, NewCompaction, SessionView
 
 T = TypeVar("T")
+
+# How long a compaction's lease lasts unless renewed (its holder renews it every third
+# of that while the summary runs): a crashed holder's lease runs out after it, and
+# automatic compaction of the session resumes.
+DEFAULT_COMPACTION_LEASE = timedelta(seconds=30)
+# How often a request waiting for another replica's compaction looks again.
+LEASE_POLL_SECONDS = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +85,10 @@ class SessionCompactor:
         estimation: EstimationService,
         compaction: CompactionService,
         marker: SummaryMarker,
+        lease: timedelta = DEFAULT_COMPACTION_LEASE,
     ) -> None:
         self._store = store
+        self._lease = lease
         self.estimation = estimation
         self.compaction = compaction
         self.marker = marker
@@ -85,13 +104,17 @@ class SessionCompactor:
     ) -> SessionContext:
         with self._store.transaction() as tx:
             session = self._store.require(tx, tenant, session_id)
-            latest = tx.compactions.latest(session_id)
-            prefix = tx.transcript.page(session_id, 0, session.system_prefix_count)
-            kept = tx.transcript.from_seq(
-                session_id, latest.first_kept_seq if latest is not None else 0
-            )
-        context = build_context(session, latest, prefix, kept, self.marker)
+            context = self.read_context(tx, session)
         return replace(context, prompt=prompt) if prompt is not None else context
+
+    def read_context(self, tx: StoreTransaction, session: SessionView) -> SessionContext:
+        """The session's context as `tx` sees it."""
+        latest = tx.compactions.latest(session.id)
+        prefix = tx.transcript.page(session.id, 0, session.system_prefix_count)
+        kept = tx.transcript.from_seq(
+            session.id, latest.first_kept_seq if latest is not None else 0
+        )
+        return build_context(session, latest, prefix, kept, self.marker)
 
     def context(
         self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
@@ -107,13 +130,56 @@ class SessionCompactor:
         session_id: str,
         caller_gone: CallerGone = lambda: False,
         prompt: ForwardedPrompt | None = None,
+        wait_seconds: float = 0.0,
     ) -> CompactResult:
         """The before-turn hook: estimate; compact when over the threshold; the context.
 
         When compaction cannot bring the context under the threshold, the answer says so
         and automatic compaction pauses until new entries arrive (no call on every turn).
+
+        The compaction holds the session's lease (one summary at a time across replicas).
+        With `wait_seconds`, a compaction someone else is running is waited for (that long
+        at most) and its result used; past that, the context is answered as it is. With
+        none, this compacts anyway (two compactions on one base: the second gets 409).
         """
-        view = await _in_thread(self.context, tenant, session_id, prompt)
+        deadline = time.monotonic() + wait_seconds
+        owner = str(uuid.uuid4())
+        while True:
+            view = await _in_thread(self.context, tenant, session_id, prompt)
+            waived = self._not_due(view)
+            if waived is not None:
+                return waived
+            session = view.context.session
+            leased = await _in_thread(self._take_lease, session, owner)
+            if leased or wait_seconds <= 0:
+                break
+            if time.monotonic() >= deadline or caller_gone():
+                return CompactResult(
+                    compacted=False,
+                    record=None,
+                    view=view,
+                    reason="another compaction of this session is still running",
+                )
+            await self._wait_for_lease(session, deadline, caller_gone)
+        renewing = threading.Event()
+        if leased:
+            # Renewed while the summary runs: the lease can be short, so a crashed
+            # holder's lease runs out soon and the session compacts again.
+            threading.Thread(
+                target=self._keep_lease, args=(session, owner, renewing), daemon=True
+            ).start()
+        try:
+            return await self._compact_due(view, caller_gone)
+        finally:
+            renewing.set()
+            if leased:
+                # Even when the request is cancelled: a lease left behind would make the
+                # session's next requests wait for it to run out.
+                with anyio.CancelScope(shield=True):
+                    await _in_thread(self._release_lease, session, owner)
+
+    def _not_due(self, view: ContextView) -> CompactResult | None:
+        """The answer when no automatic compaction is due (None: it is)."""
         session = view.context.session
         settings = session.settings
         strategy = strategy_for(settings.strategy, view.counted)
@@ -131,6 +197,11 @@ class SessionCompactor:
                 ineffective=True,
                 warning=warning,
             )
+        return None
+
+    async def _compact_due(self, view: ContextView, caller_gone: CallerGone) -> CompactResult:
+        session = view.context.session
+        entry_count = session.entry_count
         try:
             result = await self._compact(
                 view.context, "auto", None, None, caller_gone, force=False, counted=view.counted
@@ -144,6 +215,46 @@ class SessionCompactor:
         if session.compaction_stall is not None:
             await _in_thread(self._set_stall, session, None)
         return result
+
+    def _take_lease(self, session: SessionView, owner: str) -> bool:
+        now = datetime.now(UTC)
+        with self._store.transaction() as tx:
+            return tx.sessions.take_compaction_lease(session.id, owner, now, now + self._lease)
+
+    def _keep_lease(self, session: SessionView, owner: str, done: threading.Event) -> None:
+        """Renews `owner`'s lease every third of its length until `done`."""
+        while not done.wait(self._lease.total_seconds() / 3):
+            now = datetime.now(UTC)
+            # A store that failed now is tried again next time (or the lease runs out).
+            with contextlib.suppress(CompactorError, StoreError), self._store.transaction() as tx:
+                tx.sessions.renew_compaction_lease(session.id, owner, now + self._lease)
+
+    def _release_lease(self, session: SessionView, owner: str) -> None:
+        # A store that failed now lets the lease run out instead.
+        with contextlib.suppress(CompactorError, StoreError), self._store.transaction() as tx:
+            tx.sessions.release_compaction_lease(session.id, owner)
+
+    async def _wait_for_lease(
+        self, session: SessionView, deadline: float, caller_gone: CallerGone
+    ) -> None:
+        """Until the running compaction ends (its lease released or run out, or a new
+        record written), the deadline passes or the caller hangs up."""
+        while time.monotonic() < deadline and not caller_gone():
+            await anyio.sleep(LEASE_POLL_SECONDS)
+            try:
+                state = await _in_thread(self._lease_state, session)
+            except StoreUnavailableError:
+                # The store is away (a restart): wait on; the deadline still holds.
+                continue
+            if state is None:
+                return
+            until, count = state
+            if until is None or until <= datetime.now(UTC) or count != session.compaction_count:
+                return
+
+    def _lease_state(self, session: SessionView) -> tuple[datetime | None, int] | None:
+        with self._store.transaction() as tx:
+            return tx.sessions.compaction_lease(session.id)
 
     def _set_stall(self, session: SessionView, stall: CompactionStall | None) -> None:
         with self._store.transaction() as tx:

@@ -160,3 +160,25 @@ def compacted_context(
         estimate_floor=len(messages),
         latest=record,
     )
+
+
+def context_before(context: SessionContext, end_seq: int) -> SessionContext:
+    """`context` without the entries from `end_seq` on (what a retried turn saw: the
+    turn's own messages last, not the reply or anything recorded after it)."""
+    keep = [i for i, seq in enumerate(context.seqs) if seq is None or seq < end_seq]
+    if len(keep) == len(context.seqs):
+        return context
+    position = {old: new for new, old in enumerate(keep)}
+    usage = [
+        replace(report, message_index=position[report.message_index])
+        for report in context.usage
+        if report.message_index in position
+    ]
+    floor = sum(1 for i in keep if i < context.estimate_floor)
+    return replace(
+        context,
+        messages=[context.messages[i] for i in keep],
+        seqs=[context.seqs[i] for i in keep],
+        usage=usage,
+        estimate_floor=floor,
+    )

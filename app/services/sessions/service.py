@@ -17,18 +17,26 @@ from app.services.sessions.appends import (
     TranscriptLog,
 )
 from app.services.sessions.catalog import NewSession, SessionCatalog
-from app.services.sessions.compactions import CompactResult, ContextView, SessionCompactor
-from app.services.sessions.context import ForwardedPrompt
+from app.services.sessions.compactions import (
+    DEFAULT_COMPACTION_LEASE,
+    CompactResult,
+    ContextView,
+    SessionCompactor,
+)
+from app.services.sessions.context import ForwardedPrompt, context_before
 from app.services.sessions.transactions import SessionStore
+from app.services.sessions.turns import BoundTurnResult, TurnLog, TurnRequest
 from app.store.transactions import SessionDatabase
 
 __all__ = [
     "AppendResult",
+    "BoundTurnResult",
     "CompactResult",
     "ContextView",
     "ForwardedPrompt",
     "NewSession",
     "SessionService",
+    "TurnRequest",
 ]
 
 
@@ -42,6 +50,7 @@ class SessionService:
         compaction: CompactionService,
         marker: SummaryMarker | None = None,
         idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
+        compaction_lease: timedelta = DEFAULT_COMPACTION_LEASE,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -49,7 +58,8 @@ class SessionService:
         store = SessionStore(database)
         catalog = SessionCatalog(store)
         log = TranscriptLog(store, idempotency_retention)
-        compactor = SessionCompactor(store, estimation, compaction, self.marker)
+        compactor = SessionCompactor(store, estimation, compaction, self.marker, compaction_lease)
+        turns = TurnLog(store, log, compactor.read_context, idempotency_retention)
         # None when the store answers and its tables exist, else what is wrong.
         self.check_database = store.check_database
         # The catalog: a new, empty session with its settings; one; a page of the
@@ -62,10 +72,22 @@ class SessionService:
         # numbered, idempotent by key); the originals from an offset, with the total.
         self.append = log.append
         self.transcript = log.transcript
+        # A proxied request's turn (SPEC §10): its new messages recorded once, atomically,
+        # however often the request is retried; its reply recorded once (True if now).
+        self.bind_turn = turns.bind
+        self.record_turn_reply = turns.record_reply
         # The compactor: every compaction record, oldest first; the context to send now
-        # with its estimate; the before-turn hook (compact when over the threshold); a
-        # manual or overflow compaction regardless of the threshold (409 if nothing).
+        # with its estimate; the before-turn hook (compact when over the threshold; with
+        # `wait_seconds`, a compaction already running is waited for); a manual or
+        # overflow compaction regardless of the threshold (409 if nothing).
         self.compactions = compactor.compactions
         self.context = compactor.context
         self.prepare = compactor.prepare
         self.compact = compactor.compact
+
+    def context_before(self, view: ContextView, end_seq: int) -> ContextView:
+        """`view` without the entries from `end_seq` on, counted again."""
+        context = context_before(view.context, end_seq)
+        if context is view.context:
+            return view
+        return ContextView(context, self.estimation.count(context.history()))
