@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import anyio
 import httpx
+from sqlalchemy.orm import Session, sessionmaker
 
 from app import __version__
 from app.api.auth import check_metrics_key, parse_api_keys
@@ -55,7 +56,9 @@ from app.services.native.proxy_stage import (
     ResponsesHandler,
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
+from app.services.ports import LeaseStore, ResendMemo
 from app.services.proxy.decisions import RecentDecisions
+from app.services.proxy.resend_memo import ResendMemos, SharedResendMemos
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
@@ -67,6 +70,7 @@ from app.services.tracing import NullTracer, TracedSummarizer, Tracer
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
+from app.store.leases import SqlLeases
 from app.store.migrate import schema_problem, upgrade
 from app.store.summaries import SqlSummaryStore
 from app.store.transactions import SessionDatabase
@@ -229,6 +233,46 @@ def build_summarizer(
     )
 
 
+@dataclass(frozen=True)
+class SharedState:
+    """What replicas share beyond the database: the resend memos and the leases, with
+    what closes their connection."""
+
+    resend_memos: ResendMemo
+    leases: LeaseStore
+    close: Callable[[], Awaitable[None]]
+
+
+async def _nothing_to_close() -> None:
+    return None
+
+
+def shared_state(settings: Settings, sessions: sessionmaker[Session]) -> SharedState:
+    """Per-process memos and database leases; with `COMPACTOR_REDIS_URL`, memos shared
+    through Redis (behind this process's own) and leases in Redis. No I/O: the Redis
+    clients connect on first use."""
+    if settings.redis_url is None:
+        return SharedState(ResendMemos(), SqlLeases(sessions), _nothing_to_close)
+    try:
+        from app.store.redis_connection import RedisConnection
+        from app.store.redis_leases import RedisLeases
+        from app.store.redis_memos import RedisResendMemo
+    except ImportError as exc:  # pragma: no cover - the extra is in every image and venv
+        raise RuntimeError(
+            "COMPACTOR_REDIS_URL is set but the `redis` package is not installed: "
+            "pip install 'context-compactor[redis]'"
+        ) from exc
+    connection = RedisConnection(
+        settings.redis_url.get_secret_value(),
+        prefix=settings.redis_key_prefix,
+        timeout_seconds=settings.redis_timeout_seconds,
+    )
+    memos = SharedResendMemos(
+        ResendMemos(), RedisResendMemo(connection, settings.redis_memo_ttl_seconds)
+    )
+    return SharedState(memos, RedisLeases(connection), connection.aclose)
+
+
 def build_state(
     settings: Settings,
     *,
@@ -270,6 +314,7 @@ def build_state(
     )
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
+    shared = shared_state(settings, store)
     native = build_native_services(
         estimation, compaction, settings.state_key_bytes(), native_apis()
     )
@@ -311,6 +356,9 @@ def build_state(
         recent_decisions=RecentDecisions(
             settings.inspector_recent_requests, with_content=settings.inspector_show_content
         ),
+        resend_memos=shared.resend_memos,
+        leases=shared.leases,
+        close_shared=shared.close,
     )
 
 
@@ -342,6 +390,7 @@ async def running_state(
             tracer=tracer,
         )
         stack.callback(state.close_store)
+        stack.push_async_callback(state.close_shared)
         state.tokenizers.warm()
         if settings.migrate_on_start:
             await anyio.to_thread.run_sync(upgrade, settings.database_url)
@@ -425,7 +474,12 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         ),
     }
     compactor = TransparentCompactor(
-        state.estimation, state.compaction, state.summary_cache, state.metrics, tracer=state.tracer
+        state.estimation,
+        state.compaction,
+        state.summary_cache,
+        state.metrics,
+        memos=state.resend_memos,
+        tracer=state.tracer,
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

@@ -215,6 +215,20 @@ class Settings(BaseSettings):
     """Time connecting to an upstream may take."""
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
     """Summaries of resent history prefixes kept per tenant (oldest evicted first)."""
+    redis_url: SecretStr | None = None
+    """Shared state for replicas (SPEC §18): a Redis (`redis://host:6379/0`,
+    `rediss://` for TLS) holding the proxy's resend memos and the leases of background
+    work, so every replica behind a load balancer makes the same decision for the same
+    bytes. Unset: memos are per process, leases are kept in the database."""
+    redis_key_prefix: str = "compactor:"
+    """What every key this service writes in Redis starts with (several deployments can
+    share one Redis)."""
+    redis_timeout_seconds: float = Field(default=0.5, gt=0)
+    """Time one Redis command may take; a Redis that does not answer is a miss (the
+    request goes on without shared memos), retried after 2 seconds."""
+    redis_memo_ttl_seconds: int = Field(default=86400, ge=1)
+    """How long a shared resend memo lives in Redis (Redis's maxmemory policy bounds
+    it further)."""
     models: dict[str, ModelPolicySettings] = Field(default_factory=dict)
     """Per-model policy, by glob pattern over the model name (`[models."claude-*"]` in the
     file; JSON in the environment): context_window, reserve_tokens, trigger_ratio,
