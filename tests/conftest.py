@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
+from tests.redis_server import RedisServer
 
 DATA = Path(__file__).parent / "data"
 CLAUDE_CODE = DATA / "claude_code"
@@ -166,6 +167,23 @@ def postgres_server() -> Iterator[str]:
         pytest.skip(message)
     with throwaway_cluster() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One throwaway redis-server per run (tests keep apart by their key prefix)."""
+    from tests.redis_server import redis_server_binary, throwaway_redis
+
+    if redis_server_binary() is None:
+        message = (
+            "redis-server not found (apt-get install redis-server); "
+            "Redis shared-state tests are SKIPPED on this machine"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " — CI must run them")
+        pytest.skip(message)
+    with throwaway_redis() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
