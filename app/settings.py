@@ -333,6 +333,20 @@ class Settings(BaseSettings):
             raise ValueError(f"upstream URL {value!r} must start with http:// or https://")
         return value
 
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _redis_url_is_redis(cls, value: Any) -> Any:
+        """An empty variable is unset; anything else is a redis://, rediss:// or unix:// URL
+        (the refusal does not repeat the value: it may hold a password)."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if not isinstance(text, str) or not text.strip().startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
+        return text.strip()
+
     @field_validator("summary_patterns")
     @classmethod
     def _summary_patterns_compile(cls, value: list[str]) -> list[str]:

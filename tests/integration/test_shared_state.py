@@ -135,3 +135,20 @@ def test_a_redis_that_goes_away_is_a_miss_and_comes_back(
     outages = [r for r in caplog.records if r.getMessage().startswith("redis unavailable")]
     assert len(outages) == 1
     assert any(r.getMessage().startswith("redis answers again") for r in caplog.records)
+
+
+def test_a_redis_url_that_is_not_one_is_refused_without_echoing_it() -> None:
+    from pydantic import ValidationError
+
+    from app.cli_errors import describe
+    from app.settings import Settings
+
+    assert Settings(redis_url="").redis_url is None
+    with pytest.raises(ValidationError) as refused:
+        Settings(redis_url="http://user:hunter2@cache:6379")
+    line = describe(refused.value)
+    assert line == (
+        "configuration error: COMPACTOR_REDIS_URL: a Redis URL starts with redis://, "
+        "rediss:// or unix://"
+    )
+    assert "hunter2" not in line
