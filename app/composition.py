@@ -56,7 +56,7 @@ from app.services.native.proxy_stage import (
     ResponsesHandler,
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
-from app.services.ports import LeaseStore, ResendMemo
+from app.services.ports import LeaseStore, ResendMemo, SummaryStore
 from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.resend_memo import ResendMemos, SharedResendMemos
 from app.services.proxy.service import ProxyService
@@ -235,11 +235,12 @@ def build_summarizer(
 
 @dataclass(frozen=True)
 class SharedState:
-    """What replicas share beyond the database: the resend memos and the leases, with
-    what closes their connection."""
+    """What replicas share besides sessions: the resend memos, the leases and the
+    summary cache's store, with what closes their connection."""
 
     resend_memos: ResendMemo
     leases: LeaseStore
+    summaries: SummaryStore
     close: Callable[[], Awaitable[None]]
 
 
@@ -248,15 +249,18 @@ async def _nothing_to_close() -> None:
 
 
 def shared_state(settings: Settings, sessions: sessionmaker[Session]) -> SharedState:
-    """Per-process memos and database leases; with `COMPACTOR_REDIS_URL`, memos shared
-    through Redis (behind this process's own) and leases in Redis. No I/O: the Redis
-    clients connect on first use."""
+    """Per-process memos, database leases and summary cache; with `COMPACTOR_REDIS_URL`,
+    memos shared through Redis (behind this process's own), leases in Redis, and the
+    summary cache there when `COMPACTOR_PROXY_SUMMARY_CACHE_STORE=redis`. No I/O: the
+    Redis clients connect on first use."""
+    in_database = SqlSummaryStore(sessions, settings.proxy_summary_cache_entries)
     if settings.redis_url is None:
-        return SharedState(ResendMemos(), SqlLeases(sessions), _nothing_to_close)
+        return SharedState(ResendMemos(), SqlLeases(sessions), in_database, _nothing_to_close)
     try:
         from app.store.redis_connection import RedisConnection
         from app.store.redis_leases import RedisLeases
         from app.store.redis_memos import RedisResendMemo
+        from app.store.redis_summaries import RedisSummaryStore
     except ImportError as exc:  # pragma: no cover - the extra is in every image and venv
         raise RuntimeError(
             "COMPACTOR_REDIS_URL is set but the `redis` package is not installed: "
@@ -270,7 +274,10 @@ def shared_state(settings: Settings, sessions: sessionmaker[Session]) -> SharedS
     memos = SharedResendMemos(
         ResendMemos(), RedisResendMemo(connection, settings.redis_memo_ttl_seconds)
     )
-    return SharedState(memos, RedisLeases(connection), connection.aclose)
+    summaries: SummaryStore = in_database
+    if settings.proxy_summary_cache_store == "redis":
+        summaries = RedisSummaryStore(connection, settings.proxy_summary_cache_entries)
+    return SharedState(memos, RedisLeases(connection), summaries, connection.aclose)
 
 
 def build_state(
@@ -340,7 +347,7 @@ def build_state(
         ),
         api_keys=api_keys,
         metrics=observed,
-        summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
+        summary_cache=SummaryCache(shared.summaries),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
         vendor_endpoints=VendorEndpoints(native, sessions, estimation),

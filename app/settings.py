@@ -229,6 +229,10 @@ class Settings(BaseSettings):
     redis_memo_ttl_seconds: int = Field(default=86400, ge=1)
     """How long a shared resend memo lives in Redis (Redis's maxmemory policy bounds
     it further)."""
+    proxy_summary_cache_store: Literal["database", "redis"] = "database"
+    """Where the proxy's summary cache lives: the database (table `summary_cache`) or,
+    the faster option, the Redis of COMPACTOR_REDIS_URL (same bounds per tenant; give it
+    a Redis whose maxmemory policy does not evict keys, or entries are lost early)."""
     models: dict[str, ModelPolicySettings] = Field(default_factory=dict)
     """Per-model policy, by glob pattern over the model name (`[models."claude-*"]` in the
     file; JSON in the environment): context_window, reserve_tokens, trigger_ratio,
@@ -346,6 +350,13 @@ class Settings(BaseSettings):
         ):
             raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
         return text.strip()
+
+    @model_validator(mode="after")
+    def _redis_summary_cache_needs_redis(self) -> Settings:
+        """The summary cache in Redis needs a Redis to be in."""
+        if self.proxy_summary_cache_store == "redis" and self.redis_url is None:
+            raise ValueError("COMPACTOR_PROXY_SUMMARY_CACHE_STORE=redis needs COMPACTOR_REDIS_URL")
+        return self
 
     @field_validator("summary_patterns")
     @classmethod

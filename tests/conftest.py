@@ -204,7 +204,12 @@ def migrated_postgres(postgres_server: str) -> str:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, migrated database of each backend, one per test."""
-    if request.param == "sqlite":
+    yield from fresh_database(request, tmp_path, request.param)
+
+
+def fresh_database(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> Iterator[str]:
+    """A fresh, migrated database of `backend` (sqlite or postgresql) for one test."""
+    if backend == "sqlite":
         yield migrated_copy(request.getfixturevalue("migrated_sqlite"), tmp_path, "store.db")
         return
     import uuid

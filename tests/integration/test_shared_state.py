@@ -152,3 +152,18 @@ def test_a_redis_url_that_is_not_one_is_refused_without_echoing_it() -> None:
         "rediss:// or unix://"
     )
     assert "hunter2" not in line
+
+
+def test_the_summary_cache_in_redis_needs_a_redis() -> None:
+    from pydantic import ValidationError
+
+    from app.cli_errors import describe
+    from app.settings import Settings
+
+    with pytest.raises(ValidationError) as refused:
+        Settings(proxy_summary_cache_store="redis")
+    assert "COMPACTOR_PROXY_SUMMARY_CACHE_STORE=redis needs COMPACTOR_REDIS_URL" in describe(
+        refused.value
+    )
+    chosen = Settings(proxy_summary_cache_store="redis", redis_url="redis://127.0.0.1:1/0")
+    assert chosen.proxy_summary_cache_store == "redis"

@@ -55,6 +55,7 @@ def replicas(
     database_url: str,
     redis_server: RedisServer,
     summarizers: tuple[OpenAIFake, OpenAIFake],
+    summary_cache_store: str,
 ) -> Iterator[tuple[str, str, str]]:
     prefix = f"test-{uuid.uuid4().hex[:8]}:"
 
@@ -68,6 +69,7 @@ def replicas(
             # One summary per tenant: the next compaction evicts the first one, so only
             # the shared resend memo can still tell a replica what was forwarded.
             proxy_summary_cache_entries=1,
+            proxy_summary_cache_store=summary_cache_store,
             summarizer="openai",
             summarizer_base_url=f"{summarizer.base_url}/v1",
             summarizer_model="gpt-4o-mini",
@@ -79,12 +81,14 @@ def replicas(
         yield first, second, prefix
 
 
+@pytest.mark.parametrize("summary_cache_store", ["database", "redis"])
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_two_replicas_on_one_postgresql_and_one_redis_agree_on_every_cached_decision(
     replicas: tuple[str, str, str],
     upstream: FakeUpstream,
     summarizers: tuple[OpenAIFake, OpenAIFake],
     redis_server: RedisServer,
+    summary_cache_store: str,
 ) -> None:
     first, second, prefix = replicas
     one, two = openai_client(first), openai_client(second)
@@ -101,8 +105,8 @@ def test_two_replicas_on_one_postgresql_and_one_redis_agree_on_every_cached_deci
     assert b"written by replica 1" in compacted_by_one
     assert len(summarizer_one.received) == 1
 
-    # ... continued on replica 2: the summary cache (PostgreSQL) gives it replica 1's
-    # summary, so replica 2 calls no summarizer.
+    # ... continued on replica 2: the summary cache (in PostgreSQL or in Redis) gives it
+    # replica 1's summary, so replica 2 calls no summarizer.
     continued = [*big, {"role": "assistant", "content": "ok"}, user_turn("alpha", 40)]
     answer = two.chat.completions.with_raw_response.create(model=MODEL, messages=continued)
     assert answer.headers["x-compactor-compacted"] == "true"
@@ -135,6 +139,9 @@ def test_two_replicas_on_one_postgresql_and_one_redis_agree_on_every_cached_deci
     try:
         assert len(shared.keys(f"{prefix}memo:under:*")) == 1
         assert len(shared.keys(f"{prefix}memo:compacted:*")) == 3
+        # The summary cache is where it was asked to be (one entry: the bound).
+        in_redis = len(shared.keys(f"{prefix}sc:entry:*"))
+        assert in_redis == (1 if summary_cache_store == "redis" else 0)
     finally:
         shared.close()
 
