@@ -45,7 +45,8 @@ class ResendMemo(Protocol):
     """What the proxy remembers of bodies it saw (SPEC §10, §18), keyed by their exact
     bytes: bodies known to be under their threshold (not tenant-scoped: the same bytes
     count the same for everyone) and what was forwarded for a compacted one (per tenant).
-    Bounded by entries and bytes; entries never change once written."""
+    Bounded (in the process by entries and bytes, in Redis by a time to live); entries
+    never change once written."""
 
     async def under_threshold(self, api: str, raw: bytes) -> int | None:
         """The token count of a body seen before, byte for byte, under its threshold."""
@@ -71,7 +72,8 @@ class LeaseStore(Protocol):
     """Named leases with a time to live, so one replica at a time does a piece of work
     (a background summary per session or prefix, SPEC §16): a replica that dies loses
     its lease when the time runs out. Each adapter holds leases as one holder (a random
-    id per replica, its `holder`); calls block (run them in a worker thread)."""
+    id per replica, its `holder`); calls block (run them in a worker thread). A backend
+    that cannot answer raises `StoreError`: treat it as "not acquired" (skip the work)."""
 
     holder: str
 

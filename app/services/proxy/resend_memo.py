@@ -202,7 +202,7 @@ async def ignoring_store_errors_async(
 class SharedResendMemos:
     """This process's memos in front of memos every replica shares (Redis): asked
     first, filled from the shared ones on their hits, written through on every
-    remember. A shared memo that fails is a miss (logged), never a failed request."""
+    remember. A shared memo that fails is a miss, never a failed request."""
 
     def __init__(self, local: ResendMemos, shared: ResendMemo) -> None:
         self.local = local
@@ -250,4 +250,5 @@ class SharedResendMemos:
 
 
 def _shared_failed(kind: str) -> None:
-    log.warning("shared resend memo unavailable", extra={"error": kind})
+    # Debug only: the adapter's connection logs one warning per outage, not per request.
+    log.debug("shared resend memo unavailable", extra={"error": kind})
