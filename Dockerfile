@@ -7,7 +7,8 @@ COPY pyproject.toml README.md ./
 COPY app ./app
 # The wheel carries the migrations (share/context-compactor/migrations).
 COPY migrations ./migrations
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# With the redis extra: replicas can share state through COMPACTOR_REDIS_URL.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[redis]'
 
 # Runtime stage: slim base, non-root user. The BPE ranks files ship inside the bpe-openai
 # wheel and are verified (sha256) while building, so the container tokenizes with no

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import anyio
 import httpx
+from sqlalchemy.orm import Session, sessionmaker
 
 from app import __version__
 from app.api.auth import check_metrics_key, parse_api_keys
@@ -56,8 +57,10 @@ from app.services.native.proxy_stage import (
     ResponsesHandler,
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
+from app.services.ports import LeaseStore, ResendMemo, SummaryStore
 from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.prepare_ahead import BackgroundSummaries, PrepareAhead, PrepareAheadPolicy
+from app.services.proxy.resend_memo import ResendMemos, SharedResendMemos
 from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import PrefixMemo, SummaryCache
@@ -69,6 +72,7 @@ from app.services.tracing import NullTracer, TracedSummarizer, Tracer
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
+from app.store.leases import SqlLeases
 from app.store.migrate import schema_problem, upgrade
 from app.store.summaries import SqlSummaryStore
 from app.store.transactions import SessionDatabase
@@ -231,6 +235,53 @@ def build_summarizer(
     )
 
 
+@dataclass(frozen=True)
+class SharedState:
+    """What replicas share besides sessions: the resend memos, the leases and the
+    summary cache's store, with what closes their connection."""
+
+    resend_memos: ResendMemo
+    leases: LeaseStore
+    summaries: SummaryStore
+    close: Callable[[], Awaitable[None]]
+
+
+async def _nothing_to_close() -> None:
+    return None
+
+
+def shared_state(settings: Settings, sessions: sessionmaker[Session]) -> SharedState:
+    """Per-process memos, database leases and summary cache; with `COMPACTOR_REDIS_URL`,
+    memos shared through Redis (behind this process's own), leases in Redis, and the
+    summary cache there when `COMPACTOR_PROXY_SUMMARY_CACHE_STORE=redis`. No I/O: the
+    Redis clients connect on first use."""
+    in_database = SqlSummaryStore(sessions, settings.proxy_summary_cache_entries)
+    if settings.redis_url is None:
+        return SharedState(ResendMemos(), SqlLeases(sessions), in_database, _nothing_to_close)
+    try:
+        from app.store.redis_connection import RedisConnection
+        from app.store.redis_leases import RedisLeases
+        from app.store.redis_memos import RedisResendMemo
+        from app.store.redis_summaries import RedisSummaryStore
+    except ImportError as exc:  # pragma: no cover - the extra is in every image and venv
+        raise RuntimeError(
+            "COMPACTOR_REDIS_URL is set but the `redis` package is not installed: "
+            "pip install 'context-compactor[redis]'"
+        ) from exc
+    connection = RedisConnection(
+        settings.redis_url.get_secret_value(),
+        prefix=settings.redis_key_prefix,
+        timeout_seconds=settings.redis_timeout_seconds,
+    )
+    memos = SharedResendMemos(
+        ResendMemos(), RedisResendMemo(connection, settings.redis_memo_ttl_seconds)
+    )
+    summaries: SummaryStore = in_database
+    if settings.proxy_summary_cache_store == "redis":
+        summaries = RedisSummaryStore(connection, settings.proxy_summary_cache_entries)
+    return SharedState(memos, RedisLeases(connection), summaries, connection.aclose)
+
+
 def build_state(
     settings: Settings,
     *,
@@ -272,6 +323,7 @@ def build_state(
     )
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
+    shared = shared_state(settings, store)
     native = build_native_services(
         estimation,
         compaction,
@@ -302,7 +354,7 @@ def build_state(
         ),
         api_keys=api_keys,
         metrics=observed,
-        summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
+        summary_cache=SummaryCache(shared.summaries),
         native=native,
         stateless=StatelessHistory(estimation, compaction, native.responses),
         vendor_endpoints=VendorEndpoints(native, sessions, estimation),
@@ -318,6 +370,9 @@ def build_state(
         recent_decisions=RecentDecisions(
             settings.inspector_recent_requests, with_content=settings.inspector_show_content
         ),
+        resend_memos=shared.resend_memos,
+        leases=shared.leases,
+        close_shared=shared.close,
     )
 
 
@@ -349,6 +404,7 @@ async def running_state(
             tracer=tracer,
         )
         stack.callback(state.close_store)
+        stack.push_async_callback(state.close_shared)
         state.tokenizers.warm()
         if settings.migrate_on_start:
             await anyio.to_thread.run_sync(upgrade, settings.database_url)
@@ -459,6 +515,7 @@ def proxy_stages(
         state.compaction,
         state.summary_cache,
         state.metrics,
+        memos=state.resend_memos,
         tracer=state.tracer,
         ahead=ahead,
     )

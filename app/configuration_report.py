@@ -263,6 +263,7 @@ _EXAMPLES: Mapping[str, str] = {
     "summary_patterns": '["^Summary of the earlier conversation:"]',
     "allowed_hosts": '"compactor.internal,*.svc.cluster.local"',
     "metrics_key": '"metrics-..."',
+    "redis_url": '"redis://redis:6379/0"',
 }
 
 _EXAMPLE_TABLES = """\

@@ -238,6 +238,24 @@ class Settings(BaseSettings):
     for the model's window: how long the turn waits for it before compacting inline."""
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
     """Summaries of resent history prefixes kept per tenant (oldest evicted first)."""
+    redis_url: SecretStr | None = None
+    """Shared state for replicas (SPEC §18): a Redis (`redis://host:6379/0`,
+    `rediss://` for TLS) holding the proxy's resend memos and the leases of background
+    work, so every replica behind a load balancer makes the same decision for the same
+    bytes. Unset: memos are per process, leases are kept in the database."""
+    redis_key_prefix: str = "compactor:"
+    """What every key this service writes in Redis starts with (several deployments can
+    share one Redis)."""
+    redis_timeout_seconds: float = Field(default=0.5, gt=0)
+    """Time one Redis command may take; a Redis that does not answer is a miss (the
+    request goes on without shared memos), retried after 2 seconds."""
+    redis_memo_ttl_seconds: int = Field(default=86400, ge=1)
+    """How long a shared resend memo lives in Redis (Redis's maxmemory policy bounds
+    it further)."""
+    proxy_summary_cache_store: Literal["database", "redis"] = "database"
+    """Where the proxy's summary cache lives: the database (table `summary_cache`) or,
+    the faster option, the Redis of COMPACTOR_REDIS_URL (same bounds per tenant; give it
+    a Redis whose maxmemory policy does not evict keys, or entries are lost early)."""
     models: dict[str, ModelPolicySettings] = Field(default_factory=dict)
     """Per-model policy, by glob pattern over the model name (`[models."claude-*"]` in the
     file; JSON in the environment): context_window, reserve_tokens, trigger_ratio,
@@ -341,6 +359,27 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"upstream URL {value!r} must start with http:// or https://")
         return value
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _redis_url_is_redis(cls, value: Any) -> Any:
+        """An empty variable is unset; anything else is a redis://, rediss:// or unix:// URL
+        (the refusal does not repeat the value: it may hold a password)."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if not isinstance(text, str) or not text.strip().startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
+        return text.strip()
+
+    @model_validator(mode="after")
+    def _redis_summary_cache_needs_redis(self) -> Settings:
+        """The summary cache in Redis needs a Redis to be in."""
+        if self.proxy_summary_cache_store == "redis" and self.redis_url is None:
+            raise ValueError("COMPACTOR_PROXY_SUMMARY_CACHE_STORE=redis needs COMPACTOR_REDIS_URL")
+        return self
 
     @field_validator("summary_patterns")
     @classmethod

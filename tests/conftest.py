@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
+from tests.redis_server import RedisServer
 
 DATA = Path(__file__).parent / "data"
 CLAUDE_CODE = DATA / "claude_code"
@@ -169,6 +170,23 @@ def postgres_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One throwaway redis-server per run (tests keep apart by their key prefix)."""
+    from tests.redis_server import redis_server_binary, throwaway_redis
+
+    if redis_server_binary() is None:
+        message = (
+            "redis-server not found (apt-get install redis-server); "
+            "Redis shared-state tests are SKIPPED on this machine"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " — CI must run them")
+        pytest.skip(message)
+    with throwaway_redis() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def migrated_postgres(postgres_server: str) -> str:
     """The name of a database at the head revision, migrated once per run: each test's
     database is created from it as a template (a copy of its files)."""
@@ -186,7 +204,12 @@ def migrated_postgres(postgres_server: str) -> str:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, migrated database of each backend, one per test."""
-    if request.param == "sqlite":
+    yield from fresh_database(request, tmp_path, request.param)
+
+
+def fresh_database(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> Iterator[str]:
+    """A fresh, migrated database of `backend` (sqlite or postgresql) for one test."""
+    if backend == "sqlite":
         yield migrated_copy(request.getfixturevalue("migrated_sqlite"), tmp_path, "store.db")
         return
     import uuid

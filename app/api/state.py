@@ -7,7 +7,7 @@ and build it in `app.composition.build_state` (open and close a client in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -20,7 +20,9 @@ from app.services.inspector.logins import InspectorLogins
 from app.services.model_catalog import ModelCatalog, UpstreamModelWindows
 from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
+from app.services.ports import LeaseStore, ResendMemo
 from app.services.proxy.decisions import RecentDecisions
+from app.services.proxy.resend_memo import ResendMemos
 from app.services.proxy.service import ProxyService
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
@@ -29,6 +31,10 @@ from app.services.system_prompt import SystemPromptService
 from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
+
+
+async def _nothing_to_close() -> None:
+    return None
 
 
 @dataclass
@@ -66,6 +72,13 @@ class AppState:
     tracer: Tracer = field(default_factory=NullTracer)
     # The inspector's recent stateless proxy decisions (in memory, per process).
     recent_decisions: RecentDecisions = field(default_factory=RecentDecisions)
+    # What the proxy remembers of bodies it saw (per process, or shared via Redis).
+    resend_memos: ResendMemo = field(default_factory=ResendMemos)
+    # Leases of background work, one replica at a time (database or Redis); None only
+    # in a state built without a store.
+    leases: LeaseStore | None = None
+    # Closes the connection to the shared state (Redis) at shutdown.
+    close_shared: Callable[[], Awaitable[None]] = field(default=_nothing_to_close)
 
 
 class LifespanState(TypedDict):

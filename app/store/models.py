@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -205,3 +206,17 @@ Index("ix_ui_logins_tenant_created", UiLoginRow.tenant, UiLoginRow.created_at)
 Index("ix_idempotency_keys_created_at", IdempotencyKeyRow.created_at)
 # Expired bound turns go the same way.
 Index("ix_bound_turns_created_at", BoundTurnRow.created_at)
+
+
+class LeaseRow(Base):
+    """A named lease with a time to live (SPEC §16, §18): one replica at a time does a
+    piece of background work; a holder that dies loses it when `expires_at` passes."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # Opaque: one per replica (a random id made at start).
+    holder: Mapped[str] = mapped_column(String(64))
+    # Seconds since the epoch by the holder's clock (replicas' clocks are assumed in
+    # sync to well under a lease's time to live).
+    expires_at: Mapped[float] = mapped_column(Float)

@@ -206,6 +206,27 @@ class StoredPrefix:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactedResend:
+    """What the proxy forwarded for a compacted body, as a recipe over the received
+    history: its first `lead` messages unchanged, then `middle` (a JSON array: the
+    summary and whatever else changed), then the received messages from `keep_from` on.
+    Rebuilt only against a history of `history_len` messages (the same bytes give the
+    same history), so an entry holds a summary's bytes, not a whole history's."""
+
+    history_len: int
+    lead: int
+    keep_from: int
+    middle: bytes
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def size(self) -> int:
+        """The bytes it holds (what memo bounds count)."""
+        return len(self.middle)
+
+
+@dataclass(frozen=True, slots=True)
 class UiLogin:
     """One inspector login: the SHA-256 of its cookie's token, whose key made it (an HMAC
     of the key), and until when it opens the inspector."""

@@ -18,6 +18,7 @@ TABLES = {
     "summary_cache",
     "ui_logins",
     "bound_turns",
+    "leases",
 }
 
 

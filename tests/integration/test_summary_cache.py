@@ -1,10 +1,13 @@
-"""The proxy's summary cache in the store, on SQLite and PostgreSQL: longest matching
+"""The proxy's summary cache in the store, on SQLite, PostgreSQL and Redis: longest matching
 prefix wins, tenants never see each other's entries, and each tenant's entries are
 bounded with the oldest evicted first."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,16 +22,32 @@ from app.services.proxy.summary_cache import (
     scope_key,
 )
 from app.store.database import create_db_engine, session_factory
+from app.store.redis_connection import RedisConnection
+from app.store.redis_summaries import RedisSummaryStore
 from app.store.summaries import SqlSummaryStore
+from tests.conftest import fresh_database
+from tests.redis_server import RedisServer
 
 HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(10)]
 
 
-@pytest.fixture
-def cache_factory(database_url: str) -> Iterator[Any]:
-    engine = create_db_engine(database_url)
-    yield lambda bound: SummaryCache(SqlSummaryStore(session_factory(engine), bound))
+@pytest.fixture(params=["sqlite", "postgresql", "redis"])
+def cache_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Summary caches of one bound on each backend: SQLite, PostgreSQL, a real Redis."""
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        shared = RedisConnection(
+            server.url, prefix=f"t{uuid.uuid4().hex[:8]}:", timeout_seconds=1.0
+        )
+        yield lambda bound: SummaryCache(RedisSummaryStore(shared, bound))
+        asyncio.run(shared.aclose())
+        return
+    database = fresh_database(request, tmp_path, request.param)
+    engine = create_db_engine(next(database))
+    sessions = session_factory(engine)
+    yield lambda bound: SummaryCache(SqlSummaryStore(sessions, bound))
     engine.dispose()
+    next(database, None)  # its cleanup (a PostgreSQL database is dropped)
 
 
 def summary(length: int) -> CachedSummary:

@@ -26,12 +26,13 @@ from app.services.compaction import CompactionService
 from app.services.compaction_log import log_compaction, window_source
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.ports import ResendMemo
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
 from app.services.proxy.pipeline import Exchange
 from app.services.proxy.prepare_ahead import AheadJob, PrepareAhead, Prepared
 from app.services.proxy.report import ProxyReport
-from app.services.proxy.resend_memo import ResendMemos
+from app.services.proxy.resend_memo import ResendMemos, compacted_resend, rebuilt_history
 from app.services.proxy.summary_cache import (
     INEFFECTIVE_MARKER,
     CachedSummary,
@@ -95,7 +96,7 @@ class TransparentCompactor:
         compaction: CompactionService,
         cache: SummaryCache,
         observer: ProxyObserver,
-        memos: ResendMemos | None = None,
+        memos: ResendMemo | None = None,
         tracer: Tracer | None = None,
         ahead: PrepareAhead | None = None,
     ) -> None:
@@ -103,7 +104,7 @@ class TransparentCompactor:
         self.compaction = compaction
         self.cache = cache
         self.observer = observer
-        self.memos = memos or ResendMemos()
+        self.memos: ResendMemo = memos or ResendMemos()
         self.tracer: Tracer = tracer or NullTracer()
         self._prefix_memo = ahead.memo if ahead is not None else PrefixMemo()
         # Summaries prepared ahead of the threshold (SPEC §16); None: compaction inline.
@@ -148,7 +149,7 @@ class TransparentCompactor:
         report.window_source = window_source(counted)
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
-            self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
+            await self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
             if self.ahead is not None and self.ahead.past_soft_threshold(counted):
                 self._prepare_under_threshold(call, wanted, counted)
             return None
@@ -176,7 +177,7 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 report.prepared = self._prepared_used(api.name, call.tenant, scope, prefixes, hit)
-                self._remember_compacted(call, forwarded, report)
+                await self._remember_compacted(call, history, working, report)
                 self._log_cached(
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
                 )
@@ -241,7 +242,7 @@ class TransparentCompactor:
             body, api.with_history(body, outcome.messages), inline
         )
         if not overflow:
-            self._remember_compacted(call, forwarded, report)
+            await self._remember_compacted(call, history, outcome.messages, report)
         return forwarded
 
     def _log_cached(
@@ -284,32 +285,42 @@ class TransparentCompactor:
             self.compaction.default_thinking.value,
         )
 
-    def known_under_threshold(self, call: ProxyCall) -> int | None:
+    async def known_under_threshold(self, call: ProxyCall) -> int | None:
         """The token count of a body already seen, byte for byte, under its threshold."""
-        return self.memos.under_threshold(call.api.name, call.raw)
+        return await self.memos.under_threshold(call.api.name, call.raw)
 
-    def known_compacted(self, call: ProxyCall, report: ProxyReport) -> dict[str, Any] | None:
-        """The body forwarded last time for this very body (same tenant, same bytes),
-        with the report filled in as then; None when it was not compacted before.
+    async def known_compacted(
+        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    ) -> dict[str, Any] | None:
+        """The body forwarded last time for this very body (same tenant, same bytes, on
+        any replica sharing the memo), with the report filled in as then; None when it
+        was not compacted before.
 
         Its summary came from the summary cache (or was just stored there) and the rest of
         the history is in the bytes, so a resend would rebuild exactly this body."""
-        known = self.memos.compacted(call.tenant, call.api.name, call.raw)
+        known = await self.memos.compacted(call.tenant, call.api.name, call.raw)
         if known is None:
+            return None
+        received = history_of(call, body)
+        working = rebuilt_history(known, received.messages) if received is not None else None
+        if working is None:
             return None
         report.compacted = report.cache_hit = True
         report.tokens_before, report.tokens_after = known.tokens_before, known.tokens_after
         self.observer.summary_cache_lookup(call.api.name, True)
-        return dict(known.body)
+        # The caller's breakpoints placed as the first forward placed them (SPEC §15):
+        # the summary stands right after the unchanged lead.
+        forwarded = call.api.with_history(body, working)
+        return call.api.with_cache_breakpoints(body, forwarded, known.lead)
 
-    def _remember_compacted(
-        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    async def _remember_compacted(
+        self, call: ProxyCall, received: list[Any], forwarded: list[Any], report: ProxyReport
     ) -> None:
         if report.tokens_before is None or report.tokens_after is None:
             return
-        self.memos.remember_compacted(
-            call.tenant, call.api.name, call.raw, body, (report.tokens_before, report.tokens_after)
-        )
+        resend = compacted_resend(received, forwarded, (report.tokens_before, report.tokens_after))
+        if resend is not None:
+            await self.memos.remember_compacted(call.tenant, call.api.name, call.raw, resend)
 
     async def _lookup(
         self, call: ProxyCall, scope: str, prefixes: PrefixHashes
@@ -476,11 +487,11 @@ class TransparentStage:
             return
         # A history resent unchanged and known to be under its threshold goes on as it
         # came, unparsed and uncounted; one compacted before goes on as it went then.
-        known = self.compactor.known_under_threshold(call)
+        known = await self.compactor.known_under_threshold(call)
         if known is not None:
             report.tokens_before = report.tokens_after = known
             return
-        resent = self.compactor.known_compacted(call, report)
+        resent = await self.compactor.known_compacted(call, body, report)
         if resent is not None:
             exchange.body = resent
             return

@@ -23,13 +23,13 @@ def upstream() -> Iterator[FakeUpstream]:
 
 def proxy_settings(tmp_path: Path, upstream: FakeUpstream, **overrides: Any) -> Settings:
     """The service in front of `upstream`, configured from settings only."""
-    return Settings(
-        database_url=f"sqlite:///{tmp_path / 'compactor.db'}",
-        upstream_openai_url=f"{upstream.base_url}/v1",
-        upstream_anthropic_url=upstream.base_url,
-        upstream_gemini_url=upstream.base_url,
-        **overrides,
-    )
+    given: dict[str, Any] = {
+        "database_url": f"sqlite:///{tmp_path / 'compactor.db'}",
+        "upstream_openai_url": f"{upstream.base_url}/v1",
+        "upstream_anthropic_url": upstream.base_url,
+        "upstream_gemini_url": upstream.base_url,
+    }
+    return Settings(**(given | overrides))
 
 
 @pytest.fixture
