@@ -498,7 +498,7 @@ def clearing_part(extractive: CompactionService) -> None:
     transcripts: tokens before and after."""
     print("\n### Tool-result clearing on the real transcripts (keep 3, force, no model call)\n")
     print(f"  {'transcript':<54}{'before':>10}{'after':>10}{'saved':>8}{'cleared':>9}")
-    for path in sorted((ROOT / "tests" / "data" / "claude_code").glob("*.json")):
+    for path in sorted((ROOT / "tests" / "data" / "claude_code").glob("*.[ao]*.json")):
         body = json.loads(path.read_text("utf-8"))
         history = HistoryInput(messages=body["messages"], model=body.get("model"))
         options = CompactOptions(force=True, strategy="clear_tool_results")
