@@ -7,8 +7,8 @@ phrasings and buried in long tool output and filler; some are updated later. Eac
 runs 5 rounds of forced compaction through the service (`CompactionService.compact`, what
 `/compact` runs), keeping the newest 10%, 30% or 50% of the tokens. After every round the
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
-of its section holds all of its checks (an updated one: the new value, and the old value
-never on a line that does not mark it replaced). Development seeds and phrasings (DEV) and
+of its section holds all of its checks (an updated one: its new value, and no line that
+still states it as planted without marking it replaced — that line counts as stale). Development seeds and phrasings (DEV) and
 held-out ones (HELD_OUT) are reported apart.
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
@@ -135,9 +135,11 @@ def _score_round(
         checks = canary.update.checks if updated and canary.update else canary.checks
         kept = any(all(c in item for c in checks) for item in items)
         if updated and canary.update:
-            old = canary.update.old_value.casefold()
+            # Stale: a line still states the canary as planted (all of its checks, the old
+            # value among them) without marking it replaced.
             stale = any(
-                old in line and not any(m in line for m in _REPLACED) for line in everything
+                all(c in line for c in canary.checks) and not any(m in line for m in _REPLACED)
+                for line in everything
             )
             score.stale += stale
             kept = kept and not stale
@@ -354,7 +356,10 @@ def score_probes(
         row["constraints"] = f"{sum(kept)}/{len(kept)}"
     fmt = transcript.format
     texts = folded_texts(transcript.messages[:upto], fmt)
-    assistant = [t for role, t in texts if role is Role.ASSISTANT][-5:]
+    # Assistant texts: messages that say something, not those made of tool calls only.
+    assistant = [
+        t for role, t in texts if role is Role.ASSISTANT and "[Assistant]: " in t
+    ][-5:]
     grounds = [*(_user_texts(transcript, upto)[-1:]), *assistant]
     if probes.first_error and probes.first_error.at < upto:
         grounds.extend(probes.first_error.phrases)

@@ -43,6 +43,8 @@ class Template:
 
 @dataclass(frozen=True, slots=True)
 class Update:
+    """A later message that changes the canary's value; `checks` hold the new value."""
+
     text: str
     checks: tuple[str, ...]
     old_value: str
@@ -148,7 +150,7 @@ DEV: dict[str, tuple[Template, ...]] = {
             "Never run database migrations against {host} without asking me first.",
             "{host}",
             "never run",
-            subject="the database host",
+            subject="the migrations database host",
             slot="host",
         ),
         _t(
@@ -507,10 +509,8 @@ def make_canaries(seed: int, held_out: bool) -> list[Canary]:
                     new=new,
                     old=values[template.slot],
                 )
-                new_checks = tuple(
-                    _fill(c, new_values).casefold() for c in template.checks if "{" in c
-                )
-                update = Update(update_text, new_checks, values[template.slot])
+                # The update says the new value in its own words: the value is the check.
+                update = Update(update_text, (new.casefold(),), values[template.slot])
             canaries.append(Canary(kind, template.style, text, checks, update))
     return canaries
 

@@ -58,8 +58,9 @@ class ForgetfulModel:
             if stripped in kept:
                 heading = stripped
             elif re.match(r"^#{2,3} ", stripped):
-                heading = "## Critical Context"
-            elif stripped and stripped != "(none)" and _kept(stripped):
+                # A section it was not asked for (the service's Current Request): dropped.
+                heading = ""
+            elif heading and stripped and stripped != "(none)" and _kept(stripped):
                 kept[heading].append(line)
         kept["### Done"].append("- [x] Worked on the task.")
         kept["## Next Steps"] = ["1. Continue the task."]
