@@ -11,7 +11,9 @@ from app.api.schemas.strict import StrictBody
 
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
-FactKindName = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
+FactKindName = Literal[
+    "goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"
+]
 PinnedText = Annotated[str, Field(min_length=1, max_length=4_000)]
 
 STRATEGY_DESCRIPTION = (

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.compaction.summary_edit import remove_section, section_body
+from app.engine.extractive.sections import parse_summary
 from app.engine.extractive.text import cap_with_note, clean_user_text, one_line
 from app.engine.extractive.text_agents import is_observation, text_actions, without_demonstrations
 from app.engine.extractive.transcript import opening_goal_text
@@ -75,7 +76,9 @@ def _starts_turn(history: Sequence[Message], index: int) -> bool:
 def _quoted_request(summary: str) -> str | None:
     body = section_body(summary, _WORDS)
     if not body:
-        return None
+        # Not quoted because the summary held it: the Goal ends with the latest request.
+        goals = parse_summary(summary).goals
+        return goals[-1] if goals else None
     lines = body.splitlines()
     quoted = [line[2:] if line.startswith("> ") else line[1:] for line in lines if line[:1] == ">"]
     text = "\n".join(quoted).strip() or "\n".join(lines[1:] if lines[0] == _INTRO else lines)

@@ -20,6 +20,7 @@ _BOLD_HEADING = re.compile(r"^\s{0,3}\*\*([^*]+?)\*\*:?\s*$")
 # "1. Primary Request and Intent:" — a numbered title ending in a colon, nothing after it.
 _NUMBERED_HEADING = re.compile(r"^\s{0,3}\d+\.\s+([A-Z][\w &/,'()-]{2,60}):\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d+[.)])\s+(.*)$")
+_NONE = re.compile(r"^[(*_]*(?:none|n/a|nothing|无)[)*_.]*$", re.IGNORECASE)
 _CODE_PATH = re.compile(r"`([^`\s]+\.[\w]+)`")
 _CHANGED = re.compile(r"\b(?:new|created?|modified|edited|updated|changed|added|written)\b", re.I)
 # Heading words to what we keep, most specific first.
@@ -120,7 +121,8 @@ def _top_items(lines: list[str]) -> list[str]:
             items[-1] = f"{items[-1]} {line.strip()}"
         else:
             items.append(line.strip())
-    return [one_line(i) for i in items]
+    # An empty bullet or a lone mark says nothing.
+    return [one_line(i) for i in items if sum(c.isalnum() for c in i) >= 2 and not _NONE.match(i)]
 
 
 def _files(items: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -66,6 +66,35 @@ _OBLIGATION = re.compile(
     r"allowed|permitted|compatib(?:le|ility)|unchanged|read-only|exactly)\b",
     re.IGNORECASE,
 )
+# A short label before a colon: "Requirement:", "Next task:", "Round 5:", "FYI:".
+_LABEL = re.compile(r"^([A-Za-z][\w '-]{0,30}?)\s*:\s+(?=\S)")
+_LABELLED = {
+    "requirement": Act.RULE,
+    "requirements": Act.RULE,
+    "rule": Act.RULE,
+    "rules": Act.RULE,
+    "constraint": Act.RULE,
+    "constraints": Act.RULE,
+    "important": Act.RULE,
+    "warning": Act.RULE,
+    "task": Act.REQUEST,
+    "goal": Act.REQUEST,
+    "request": Act.REQUEST,
+    "todo": Act.REQUEST,
+    "job": Act.REQUEST,
+    "preference": Act.PREFERENCE,
+    "preferences": Act.PREFERENCE,
+    "fact": Act.FACT,
+    "fyi": Act.FACT,
+    "context": Act.FACT,
+}
+# Chinese rules and preferences: must, do not, keep, only, cannot, forbidden, make sure …
+_CJK_RULE = re.compile(
+    r"必须|不要|保持|只能|只用|不能|不得|禁止|务必|一定要|请勿|不许|应该|避免|确保|仅"
+)
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_CJK_REQUEST = re.compile(r"^(?:请|帮我|麻烦|你(?:能|可以))")
+_CJK_PREFERENCE = re.compile(r"喜欢|偏好|更喜欢|希望|尽量|优先")
 # "Always …" binds every later turn, whatever verb follows it.
 _ALWAYS = re.compile(r"\b(?:always|at\s+all\s+times|every\s+time)\b", re.IGNORECASE)
 # The words that bound a request ("only for GET", "the minimal changes", "at most 3").
@@ -177,12 +206,28 @@ def values_in(text: str) -> tuple[str, ...]:
 def classify(sentence: str) -> Act:
     """What one sentence of user text does."""
     text = sentence.strip()
+    label = _LABEL.match(text)
+    if label and len(text[label.end() :].split()) >= 3:
+        # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
+        said = _LABELLED.get(label.group(1).casefold().split()[-1])
+        rest = classify(text[label.end() :])
+        if said is None or rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT:
+            return rest
+        return said
     words = text.split()
     has_value = bool(values_in(text))
-    if _CHATTER.match(text) or (len(words) <= 2 and not has_value):
+    cjk = len(_CJK_CHAR.findall(text))
+    short = len(words) <= 2 and not has_value and len(text) < 40 and cjk < 4
+    if _CHATTER.match(text) or short:
         return Act.CHATTER
     if _PROHIBITION.search(text) or _NO_START.match(text) or _ALWAYS.search(text):
         return Act.RULE
+    if _CJK_RULE.search(text):
+        return Act.RULE
+    if _CJK_PREFERENCE.search(text):
+        return Act.PREFERENCE
+    if cjk >= 4 and _CJK_REQUEST.match(text):
+        return Act.REQUEST
     if _PREFERENCE.search(text) and not _REQUEST_FRAME.match(text):
         return Act.PREFERENCE
     if _MANNER_VERB.match(text):
@@ -193,7 +238,7 @@ def classify(sentence: str) -> Act:
         return Act.RULE
     if text.endswith("?") and _QUESTION_TO_AGENT.match(text):
         return Act.REQUEST
-    if has_value or len(_content(text)) >= 5:
+    if has_value or len(_content(text)) >= 5 or cjk >= 4:
         return Act.FACT
     return Act.CHATTER
 
@@ -261,12 +306,13 @@ def _belongs_to_previous(previous: tuple[str, Act], sentence: str, act: Act) -> 
     if len(before) > 300 or before_act is Act.CHATTER or act is Act.CHATTER:
         return False
     rule_like = (Act.RULE, Act.PREFERENCE)
-    if act in rule_like and values_in(before):
+    if act in rule_like and before_act is not Act.REQUEST and values_in(before):
         # "Budget cap is $500 total. Never exceed without explicit approval.", "Production
-        # is krill3. Never deploy there on a Friday."
+        # is krill3. Never deploy there on a Friday.": the rule leans on the sentence
+        # before (it points back, or starts without a subject), and has no value of its own.
         refers_back = _REFERS_BACK.search(sentence[:40]) is not None
-        if refers_back or not values_in(sentence):
-            return before_act not in rule_like or bool(_ANAPHOR_OR_ELLIPSIS.match(sentence))
+        leans = refers_back or before_act is Act.FACT or bool(_ANAPHOR_OR_ELLIPSIS.match(sentence))
+        return leans and (refers_back or not values_in(sentence))
     if before_act in rule_like and not values_in(before) and values_in(sentence):
         # "Never exceed the budget. The budget is $500." shares a word with its rule.
         return act is Act.FACT and bool(_content(before) & _content(sentence))

@@ -62,7 +62,8 @@ def previous_sections(previous_summary: str | None) -> SummarySections:
     body = SummaryMarker.parse(previous_summary) or previous_summary
     if written_by_us(body):
         return parse_summary(body)
-    return read_foreign_summary(body)
+    # Read back as our own summary would be, so a second update changes nothing.
+    return parse_summary(render_summary(read_foreign_summary(body)))
 
 
 def merged_summary(

@@ -288,8 +288,12 @@ def _goal_text(words: str, rules: set[str]) -> str:
         if _TAG_ONLY.match(line) or (_DECORATION.match(line) and line.strip()):
             continue
         said = [s for group in sentence_lines(line) for s in group]
-        if said and all(any(s in rule for rule in rules) for s in said):
+        is_rule = [any(s in rule for rule in rules) for s in said]
+        if said and all(is_rule):
             continue
+        if any(is_rule):
+            # A request and its rules on one line: the rules are under Constraints.
+            line = " ".join(s for s, rule in zip(said, is_rule, strict=True) if not rule)
         kept.append(line.rstrip())
     return _BLANK_RUN.sub("\n\n", "\n".join(kept)).strip()
 

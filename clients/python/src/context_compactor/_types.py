@@ -11,7 +11,7 @@ CompactReason = Literal["manual", "overflow"]
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
 Trigger = Literal["auto", "manual", "overflow"]
-FactKind = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
+FactKind = Literal["goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"]
 SourceKind = Literal[
     "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
 ]
@@ -21,7 +21,15 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium",
 STRATEGIES: tuple[Strategy, ...] = ("summarize", "clear_tool_results", "auto")
 APPLIED_STEPS: tuple[AppliedStep, ...] = ("clear_tool_results", "summarize")
 TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow")
-FACT_KINDS: tuple[FactKind, ...] = ("constraint", "pinned", "file_read", "file_modified", "error")
+FACT_KINDS: tuple[FactKind, ...] = (
+    "goal",
+    "constraint",
+    "fact",
+    "pinned",
+    "file_read",
+    "file_modified",
+    "error",
+)
 SOURCE_KINDS: tuple[SourceKind, ...] = (
     "base",
     "system_md",
