@@ -8,8 +8,8 @@ runs 5 rounds of forced compaction through the service (`CompactionService.compa
 `/compact` runs), keeping the newest 10%, 30% or 50% of the tokens. After every round the
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
 of its section holds all of its checks (an updated one: its new value, and no line that
-still states it as planted without marking it replaced — that line counts as stale). Development seeds and phrasings (DEV) and
-held-out ones (HELD_OUT) are reported apart.
+still states it as planted without marking it replaced — that line counts as stale).
+Development seeds and phrasings (DEV) and held-out ones (HELD_OUT) are reported apart.
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
 transcript in tests/data (falling back to ../shared/transcripts), one forced compaction
@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.engine.compaction.marker import SummaryMarker  # noqa: E402
 from app.engine.compaction.serialize import serialize_for_summary  # noqa: E402
+from app.engine.extractive import summarizer as summarizer_module  # noqa: E402
 from app.engine.extractive.summarizer import extractive_summary  # noqa: E402
 from app.engine.messages import Role  # noqa: E402
 from app.formats.registry import FORMATS  # noqa: E402
@@ -357,9 +358,7 @@ def score_probes(
     fmt = transcript.format
     texts = folded_texts(transcript.messages[:upto], fmt)
     # Assistant texts: messages that say something, not those made of tool calls only.
-    assistant = [
-        t for role, t in texts if role is Role.ASSISTANT and "[Assistant]: " in t
-    ][-5:]
+    assistant = [t for role, t in texts if role is Role.ASSISTANT and "[Assistant]: " in t][-5:]
     grounds = [*(_user_texts(transcript, upto)[-1:]), *assistant]
     if probes.first_error and probes.first_error.at < upto:
         grounds.extend(probes.first_error.phrases)
@@ -472,7 +471,15 @@ def timing_part(out: dict[str, Any]) -> None:
             samples.append(time.perf_counter() - start)
         return statistics.median(samples)
 
-    ours = median(lambda: extractive_summary(parsed, None, None))
+    def summarize() -> None:
+        # The summarizer remembers its last merges (for the restoration step after it):
+        # forgotten before every run, so each one reads the transcript.
+        cached = getattr(summarizer_module, "_merged", None)
+        if cached is not None:
+            cached.cache_clear()
+        extractive_summary(parsed, None, None)
+
+    ours = median(summarize)
     base = median(lambda: serialize_for_summary(parsed))
     print(f"\n### Summarizer time on the biggest transcript ({biggest.name})\n")
     print(

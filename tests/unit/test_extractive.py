@@ -108,7 +108,10 @@ def test_all_sections_are_present_in_order() -> None:
 
 
 def test_goal_is_the_task_and_its_rule_lines_are_under_constraints() -> None:
-    request = "Port the parser to Rust.\nWhile doing it, log every step.\nKeep `parse()` as the entry point."
+    request = (
+        "Port the parser to Rust.\nWhile doing it, log every step.\n"
+        "Keep `parse()` as the entry point."
+    )
     summary = summarize([user(request), assistant("On it."), user("ok")])
     goal = section(summary, "## Goal")
     assert goal == "- Port the parser to Rust.\n  While doing it, log every step."

@@ -211,7 +211,7 @@ def classify(sentence: str) -> Act:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
         said = _LABELLED.get(label.group(1).casefold().split()[-1])
         rest = classify(text[label.end() :])
-        if said is None or rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT:
+        if said is None or (rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT):
             return rest
         return said
     words = text.split()

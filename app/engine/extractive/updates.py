@@ -5,8 +5,9 @@ approval." is the same subject (budget, cap) with a new value of the same shape 
 the summary then holds the new statement as current and quotes the earlier one as replaced,
 so the old value is never presented as current. Two statements about different subjects
 that happen to share a shape ("staging listens on 5433", "prod listens on 5432") are not an
-update: the subject words must match, and words that tell an update ("now", "instead",
-"correction", "from now on", "changed to") are needed when the match is partial.
+update: the subject words must match, and a word must tell that it is a change ("now",
+"instead", "correction", "from now on", "changed to") — "never touch a.py" and then "never
+touch b.py" are two rules.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ def supersedes(new: str, old: str) -> float:
     # Otherwise it must drop an old value for a new one of the same shape ...
     if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
         return 0.0
-    # ... and be about the same thing; without a word that says "update", about exactly it.
-    if (cue and (len(shared) >= 2 or (shared and coverage >= 0.5))) or coverage >= 0.8:
+    # ... be about the same thing, and say it is a change: "never touch a.py" and then
+    # "never touch b.py" are two rules, not one replacing the other.
+    if cue and (len(shared) >= 2 or (shared and coverage >= 0.5)):
         return 1.0 + coverage
     return 0.0
