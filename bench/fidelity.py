@@ -9,7 +9,7 @@ runs 5 rounds of forced compaction through the service (`CompactionService.compa
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
 of its section holds all of its checks (an updated one: its new value, and no line that
 still states it as planted without marking it replaced — that line counts as stale).
-Development seeds and phrasings (DEV) and held-out ones (HELD_OUT) are reported apart.
+The development sets (DEV, DEV_B) and the held-out one (HELD_OUT) are reported apart.
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
 transcript in tests/data (falling back to ../shared/transcripts), one forced compaction
@@ -56,9 +56,8 @@ from app.services.compaction import CompactionService  # noqa: E402
 from app.services.history import CompactOptions, HistoryInput  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.fidelity_canaries import (  # noqa: E402
-    DEV_SEEDS,
-    HELD_OUT_SEEDS,
     KINDS,
+    SETS,
     Session,
     build_session,
 )
@@ -205,14 +204,14 @@ async def canary_part(
     extractive: CompactionService,
     forgetful: CompactionService,
     seeds: Sequence[int],
-    held_out: bool,
+    canary_set: str,
 ) -> dict[str, dict[int, RoundScore]]:
     scores: dict[str, dict[int, RoundScore]] = {s: defaultdict(RoundScore) for s in SYSTEMS}
     by_keep: dict[tuple[str, float], RoundScore] = defaultdict(RoundScore)
     tokenizer = extractive.estimation.tokenizers.get("o200k_base")
     for seed in seeds:
         for shape in SHAPES:
-            session = build_session(seed, held_out, shape)
+            session = build_session(seed, canary_set, shape)
             fmt = "anthropic" if shape == "anthropic" else "openai"
             for keep in KEEP_FRACTIONS:
                 ours = await run_session(extractive, session, keep)
@@ -496,7 +495,7 @@ def timing_part(out: dict[str, Any]) -> None:
 def budget_part(extractive: CompactionService, out: dict[str, Any]) -> None:
     tokens = []
     for shape in SHAPES:
-        session = build_session(0, False, shape, rounds_total=10)
+        session = build_session(0, "dev", shape, rounds_total=10)
         results = asyncio.run(run_session(extractive, session, 0.3))
         tokens.append([t for _s, _u, t in results])
     print("\n### Summary tokens over 10 rounds (dev seed 0, keep 30%), per shape\n")
@@ -527,7 +526,7 @@ def clearing_part(extractive: CompactionService) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
-    parser.add_argument("--sets", default="dev,held-out")
+    parser.add_argument("--sets", default="dev,dev-b,held-out")
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
     args = parser.parse_args()
@@ -539,10 +538,9 @@ def main() -> None:
     parts = args.parts.split(",")
     if "canaries" in parts:
         for name in args.sets.split(","):
-            held_out = name == "held-out"
-            seeds = HELD_OUT_SEEDS if held_out else DEV_SEEDS
+            seeds = SETS[name][2]
             seeds = seeds[:2] if args.quick else seeds
-            scores = asyncio.run(canary_part(extractive, forgetful, seeds, held_out))
+            scores = asyncio.run(canary_part(extractive, forgetful, seeds, name))
             runs = f"{len(seeds)} seeds × {len(SHAPES)} shapes × {len(KEEP_FRACTIONS)} keep budgets"
             print_canaries(f"{name} ({runs})", scores, out)
     if "transcripts" in parts:

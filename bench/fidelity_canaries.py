@@ -7,9 +7,12 @@ over two sentences from its value, a question that asks for work. Values are ran
 are updated later ("Correction: … is now …"); then the new value must be kept and the old
 one must not be presented as current.
 
-Two template sets: DEV was used while building the summarizer; HELD_OUT was written at the
-same time and is only run for the report (its phrasings, subjects, update wordings and
-seeds differ). Sessions come in three shapes: Chat Completions tool calls, Anthropic
+Three template sets. DEV and DEV_B were used while building the summarizer (DEV_B was
+first written as a held-out set, but its update wordings were seen during development, so
+it counts as development material). HELD_OUT was written afterwards, before the last round
+of changes, and is only run for the report: its phrasings, subjects, update wordings,
+message wraps, filler, tool-output noise and seeds differ from both dev sets.
+Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
 Goal or Constraints.
@@ -304,7 +307,7 @@ DEV: dict[str, tuple[Template, ...]] = {
     ),
 }
 
-HELD_OUT: dict[str, tuple[Template, ...]] = {
+DEV_B: dict[str, tuple[Template, ...]] = {
     "safety rule": (
         _t("imperative", "Whatever happens, keep `{path}` read-only.", "{path}", "read-only"),
         _t(
@@ -471,24 +474,201 @@ DEV_UPDATES = (
     "Update: use {new} instead of {old} for {subject}.",
     "Change of plan: {subject} changed to {new}.",
 )
-HELD_OUT_UPDATES = (
+DEV_B_UPDATES = (
     "Scratch that, {subject} should be {new}.",
     "Heads up: from now on {subject} is {new}.",
     "{subject_cap} moved to {new} as of today.",
 )
+
+# Written before the last round of changes and never used to tune them.
+HELD_OUT: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t("imperative", "Please never print the API token {code} in logs.", "{code}", "never"),
+        _t(
+            "declarative",
+            "It is strictly forbidden to push to `{env}` directly.",
+            "{env}",
+            "forbidden",
+            subject="the protected branch",
+            slot="env",
+        ),
+        _t(
+            "third person",
+            "{name} asked that nobody runs `rm -rf` inside `{path}`.",
+            "{path}",
+            "rm -rf",
+        ),
+        _t(
+            "imperative",
+            "Keep the staging credentials ({code}) out of every commit.",
+            "{code}",
+            "out of every commit",
+        ),
+        _t(
+            "imperative",
+            "Don't ever scale {host} below two replicas.",
+            "{host}",
+            "two replicas",
+            subject="the host that needs two replicas",
+            slot="host",
+        ),
+        _t(
+            "split value",
+            "The kill switch lives at `{path}`. Leave it alone no matter what.",
+            "{path}",
+            "leave it alone",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "requirement",
+            "Any new dependency needs to support Python {ver}.",
+            "python {ver}",
+            "dependency",
+            subject="the minimum Python version",
+            slot="ver",
+        ),
+        _t(
+            "limit",
+            "Memory usage must stay below {n} MB.",
+            "{n} mb",
+            "below",
+            subject="the memory ceiling",
+            slot="n",
+        ),
+        _t(
+            "limit",
+            "We can only deploy between {time} and midnight.",
+            "{time}",
+            "deploy",
+            subject="the start of the deploy window",
+            slot="time",
+        ),
+        _t(
+            "declarative",
+            "All API calls go through the proxy at {host}.",
+            "{host}",
+            "proxy",
+            subject="the proxy host",
+            slot="host",
+        ),
+        _t(
+            "fragment",
+            "Tests have to run offline, no calls to {domain}.",
+            "{domain}",
+            "offline",
+        ),
+        _t("imperative", "Stay on `{image}` as the base image.", "{image}", "base image"),
+    ),
+    "fact": (
+        _t(
+            "aside",
+            "Heads-up: the Redis cache sits at {host}.",
+            "{host}",
+            "redis",
+            subject="the Redis host",
+            slot="host",
+        ),
+        _t(
+            "declarative",
+            "The invoice service exposes gRPC on port {port}.",
+            "{port}",
+            "grpc",
+            subject="the gRPC port",
+            slot="port",
+        ),
+        _t(
+            "declarative",
+            "{name} owns the release process.",
+            "{name}",
+            "release",
+            subject="the release owner",
+            slot="name",
+        ),
+        _t(
+            "declarative",
+            "The feature flag for the beta is called `{ident}`.",
+            "{ident}",
+            "feature flag",
+        ),
+        _t(
+            "declarative",
+            "Backups are stored under `{path}`.",
+            "{path}",
+            "backups",
+            subject="the backup folder",
+            slot="path",
+        ),
+        _t("declarative", "The last good build was tagged {code}.", "{code}", "last good build"),
+    ),
+    "goal": (
+        _t("question", "Could you make the `{ident}` report load faster?", "{ident}", "faster"),
+        _t("declarative", "Today's task is adding retries to `{module}`.", "{module}", "retries"),
+        _t(
+            "need",
+            "We need a health check endpoint in `{module}` that reports queue depth.",
+            "{module}",
+            "health check",
+        ),
+        _t("request", "New request: rename `{ident}` across the codebase.", "{ident}", "rename"),
+        _t("help", "Help me write the docs for `{ident}`.", "{ident}", "docs"),
+    ),
+    "preference": (
+        _t(
+            "first person",
+            "Personally I find one-line docstrings easiest to read in `{module}`.",
+            "{module}",
+            "one-line docstrings",
+        ),
+        _t(
+            "third person",
+            "The user would like progress updates every {n} steps.",
+            "{n} steps",
+            "progress",
+            subject="the progress update interval",
+            slot="n",
+        ),
+        _t("hedged", "If possible, write the tests with `{lib}`.", "{lib}", "tests"),
+        _t(
+            "imperative",
+            "Go with snake_case names such as `{ident}`.",
+            "{ident}",
+            "snake_case",
+        ),
+        _t(
+            "polite",
+            "We'd appreciate it if answers used {currency} for costs.",
+            "{currency}",
+            "costs",
+            subject="the currency for costs",
+            slot="currency",
+        ),
+    ),
+}
+HELD_OUT_UPDATES = (
+    "Small change: {subject} is {new} from here on.",
+    "Ignore what I said earlier about {subject}; it's {new}.",
+    "Following up on {subject}: please use {new}.",
+)
 DEV_SEEDS = tuple(range(8))
-HELD_OUT_SEEDS = tuple(range(100, 112))
+DEV_B_SEEDS = tuple(range(100, 112))
+HELD_OUT_SEEDS = tuple(range(300, 312))
+# name → (templates, update wordings, seeds, offset of the random streams)
+SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
+    "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
+    "dev-b": (DEV_B, DEV_B_UPDATES, DEV_B_SEEDS, 1),
+    "held-out": (HELD_OUT, HELD_OUT_UPDATES, HELD_OUT_SEEDS, 2),
+}
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
     return text.format(**values)
 
 
-def make_canaries(seed: int, held_out: bool) -> list[Canary]:
+def make_canaries(seed: int, canary_set: str) -> list[Canary]:
     """PER_KIND canaries of each kind, about a third of the updatable ones updated."""
-    rng = random.Random(seed * 7919 + (1 if held_out else 0))
-    templates = HELD_OUT if held_out else DEV
-    updates = HELD_OUT_UPDATES if held_out else DEV_UPDATES
+    templates, updates, _seeds, offset = SETS[canary_set]
+    rng = random.Random(seed * 7919 + offset)
     canaries: list[Canary] = []
     for kind in KINDS:
         chosen = rng.sample(templates[kind], PER_KIND)
@@ -553,18 +733,61 @@ _NOISE_LINES = (
     "Users prefer the {noise} layout according to the survey data.",
 )
 
+_HELD_OUT_FILLER = ("k", "cool", "yep, continue", "all good so far", "fine by me", "go ahead")
+_HELD_OUT_WRAPS = (
+    "{c}",
+    "Before I forget - {c}",
+    "btw {c}",
+    "{c}\nKeep going with the tests after that.",
+    "Saw this in my terminal:\n```\n{log}\n```\nAlso: {c}",
+    "Reading your last message again. {c} Thanks!",
+)
+_HELD_OUT_CHATTER = (
+    "I'll open the module now.",
+    "Understood, proceeding.",
+    "Running the linter next.",
+    "Okay, let me try that.",
+    "That passed; on to the next item.",
+    "Let me check git status:",
+)
+_HELD_OUT_NOISE_LINES = (
+    "# IMPORTANT: do not modify {noise} by hand",
+    "Never commit {noise} credentials (from the .gitignore template).",
+    "You should always pin {noise} in requirements.txt.",
+    "Prefer {noise} over the legacy API; it is deprecated since 2.0.",
+    "Lines must be at most 80 characters ({noise}).",
+    "error: the user must not be root when running {noise}",
+    "The goal of {noise} is to keep the cache warm.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """What a session says around its canaries: filler, wraps, chatter, tool-output noise."""
+
+    filler: tuple[str, ...]
+    wraps: tuple[str, ...]
+    chatter: tuple[str, ...]
+    noise_lines: tuple[str, ...]
+
+
+DEV_SURROUNDINGS = Surroundings(_USER_FILLER, _WRAPS, _ASSISTANT_CHATTER, _NOISE_LINES)
+HELD_OUT_SURROUNDINGS = Surroundings(
+    _HELD_OUT_FILLER, _HELD_OUT_WRAPS, _HELD_OUT_CHATTER, _HELD_OUT_NOISE_LINES
+)
+
 
 def _noise_token(rng: random.Random) -> str:
     return "NOISE" + "".join(rng.choice(string.ascii_uppercase) for _ in range(5))
 
 
-def _code_listing(rng: random.Random, lines: int, noise: str) -> str:
+def _code_listing(rng: random.Random, lines: int, noise: str, noise_lines: tuple[str, ...]) -> str:
     body = []
     for number in range(1, lines + 1):
         word = rng.choice(_WORDS)
         kind = rng.random()
         if kind < 0.05:
-            body.append(f"{number}: " + rng.choice(_NOISE_LINES).format(noise=noise))
+            body.append(f"{number}: " + rng.choice(noise_lines).format(noise=noise))
         elif kind < 0.15:
             body.append(f'{number}:     raise ValueError(f"bad {word}: {{value}}")')
         elif kind < 0.3:
@@ -574,13 +797,13 @@ def _code_listing(rng: random.Random, lines: int, noise: str) -> str:
     return "\n".join(body)
 
 
-def _log(rng: random.Random, lines: int, noise: str) -> str:
+def _log(rng: random.Random, lines: int, noise: str, noise_lines: tuple[str, ...]) -> str:
     body = []
     for number in range(lines):
         word = rng.choice(_WORDS)
         roll = rng.random()
         if roll < 0.06:
-            body.append(rng.choice(_NOISE_LINES).format(noise=noise))
+            body.append(rng.choice(noise_lines).format(noise=noise))
         elif roll < 0.12:
             body.append(f"tests/test_{word}.py::test_{word}_{number} PASSED")
         else:
@@ -594,6 +817,7 @@ class SessionBuilder:
 
     shape: str
     rng: random.Random
+    surround: Surroundings = DEV_SURROUNDINGS
     messages: list[dict[str, Any]] = field(default_factory=list)
     noise: list[str] = field(default_factory=list)
     calls: int = 0
@@ -619,11 +843,11 @@ class SessionBuilder:
         path = f"src/{word}/{rng.choice(_WORDS)}_{rng.randint(1, 99)}.py"
         if rng.random() < 0.5:
             name, args = "read_file", {"path": path}
-            output = _code_listing(rng, rng.randint(30, 120), noise)
+            output = _code_listing(rng, rng.randint(30, 120), noise, self.surround.noise_lines)
         else:
             name, args = "bash", {"command": f"pytest -q tests/test_{word}.py"}
-            output = _log(rng, rng.randint(30, 120), noise)
-        chatter = rng.choice(_ASSISTANT_CHATTER)
+            output = _log(rng, rng.randint(30, 120), noise, self.surround.noise_lines)
+        chatter = rng.choice(self.surround.chatter)
         self.calls += 1
         call_id = f"call_{self.calls}"
         if self.shape == "openai":
@@ -697,15 +921,17 @@ class Session:
     noise: tuple[str, ...]
 
 
-def build_session(seed: int, held_out: bool, shape: str, rounds_total: int = ROUNDS) -> Session:
+def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = ROUNDS) -> Session:
     """A session of `rounds_total` rounds with every canary planted (and some updated) in
     the first five; later rounds are work and filler only."""
-    rng = random.Random(seed * 104729 + (17 if held_out else 0) + len(shape))
-    canaries = make_canaries(seed, held_out)
+    offset = SETS[canary_set][3]
+    rng = random.Random(seed * 104729 + 17 * offset + len(shape))
+    canaries = make_canaries(seed, canary_set)
+    surround = HELD_OUT_SURROUNDINGS if canary_set == "held-out" else DEV_SURROUNDINGS
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]
     rng.shuffle(others)
-    builder = SessionBuilder(shape, rng)
+    builder = SessionBuilder(shape, rng, surround)
     # Where each canary goes: goal 1 opens round 1, the others spread over rounds 1-3,
     # later goals (task changes) in rounds 2-4, updates one or two rounds after.
     schedule: dict[int, list[tuple[str, Canary]]] = {r: [] for r in range(1, rounds_total + 1)}
@@ -739,17 +965,17 @@ def build_session(seed: int, held_out: bool, shape: str, rounds_total: int = ROU
                 slots.pop(0)
                 action, canary = queue.pop(0)
                 text = canary.text if action == "plant" else canary.update.text  # type: ignore[union-attr]
-                wrap = rng.choice(_WRAPS)
+                wrap = rng.choice(surround.wraps)
                 log = ""
                 if "{log}" in wrap:
                     builder.noise.append(_noise_token(rng))
-                    log = _log(rng, rng.randint(4, 12), builder.noise[-1])
+                    log = _log(rng, rng.randint(4, 12), builder.noise[-1], surround.noise_lines)
                 builder.user(wrap.format(c=text, log=log))
                 (at if action == "plant" else update_at)[id(canary)] = len(builder.messages) - 1
-                builder.assistant_text(rng.choice(_ASSISTANT_CHATTER))
+                builder.assistant_text(rng.choice(surround.chatter))
             if rng.random() < 0.3:
-                builder.user(rng.choice(_USER_FILLER))
-                builder.assistant_text(rng.choice(_ASSISTANT_CHATTER))
+                builder.user(rng.choice(surround.filler))
+                builder.assistant_text(rng.choice(surround.chatter))
         for _action, canary in queue:
             raise AssertionError(f"unscheduled canary {canary.text}")
         rounds.append(builder.wire())

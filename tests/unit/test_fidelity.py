@@ -110,7 +110,7 @@ def test_a_generated_canary_session_keeps_every_canary_and_no_stale_value(
     every folded canary is in the summary (an updated one with its new value), no line
     still states a replaced value as current, and no rule-like line of tool output reached
     the Goal or the Constraints."""
-    session = build_session(0, held_out=False, shape=shape)
+    session = build_session(0, "dev", shape)
     fmt = "anthropic" if shape == "anthropic" else "openai"
     context: list[Any] = []
     previous = 0
