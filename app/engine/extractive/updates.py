@@ -34,7 +34,8 @@ _UPDATE_WORDS_TEXT = (
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note"
 )
-_UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split())
+# Compared with content words, which are stemmed ("moved" → "mov"): both forms.
+_UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
 
 
 def main_text(item: str) -> str:
@@ -114,8 +115,10 @@ def supersedes(new: str, old: str) -> float:
     # Otherwise it must drop an old value for a new one of the same shape ...
     if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
         return 0.0
-    # ... be about the same thing, and say it is a change: "never touch a.py" and then
-    # "never touch b.py" are two rules, not one replacing the other.
-    if cue and (len(shared) >= 2 or (shared and coverage >= 0.5)):
+    # ... say it is a change ("never touch a.py" and then "never touch b.py" are two rules,
+    # not one replacing the other) and be about the same thing. A user names the thing in
+    # other words the second time ("the allowed email domain" for "email anyone outside
+    # x.example"): one shared subject word is enough, and the closest match wins.
+    if cue and shared:
         return 1.0 + coverage
     return 0.0
