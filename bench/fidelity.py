@@ -64,8 +64,10 @@ from bench.fidelity_canaries import (  # noqa: E402
 from bench.fidelity_probes import (  # noqa: E402
     PROBES,
     Item,
+    filler_items,
     genuine_next_step,
     holds,
+    holds_in,
     noise_items,
     normalized,
     section_items,
@@ -294,6 +296,7 @@ class ProbeScore:
     constraints_each: Tally = field(default_factory=Tally)
     next_step: Tally = field(default_factory=Tally)
     noise: int = 0
+    filler: int = 0
     noise_examples: list[str] = field(default_factory=list)
 
 
@@ -331,7 +334,12 @@ def score_probes(
     def folded(items: Sequence[Item]) -> list[Item]:
         return [i for i in items if i.at < upto]
 
-    score.goal.add(ok := holds(summary, probes.goal))
+    # On a summary, the goal must be in the Goal and a constraint in Constraints; the
+    # floor is plain text, where anywhere counts.
+    def held(item: Item, section: str) -> bool:
+        return holds_in(summary, item, section) if is_summary else holds(summary, item)
+
+    score.goal.add(ok := held(probes.goal, "goal"))
     row["goal"] = ok
     if probes.first_error and probes.first_error.at < upto:
         score.first_error.add(ok := holds(summary, probes.first_error))
@@ -349,7 +357,7 @@ def score_probes(
         row["last_instruction"] = ok
     constraints = folded(probes.constraints)
     if constraints:
-        kept = [holds(summary, i) for i in constraints]
+        kept = [held(i, "constraint") for i in constraints]
         for k in kept:
             score.constraints_each.add(k)
         score.constraints_all.add(all(kept))
@@ -367,11 +375,16 @@ def score_probes(
         user_words = set()
         for at, _marker in probes.user_words:
             user_words.add(at)
-        others = [t for index, (_role, t) in enumerate(texts) if index not in user_words]
-        noise = noise_items(summary, _user_texts(transcript, upto), others)
+        others = [(r, t) for index, (r, t) in enumerate(texts) if index not in user_words]
+        said = [t for r, t in others if r is Role.ASSISTANT]
+        tool_output = [t for r, t in others if r is not Role.ASSISTANT]
+        noise = noise_items(summary, _user_texts(transcript, upto), said, tool_output)
+        filler = filler_items(summary)
         score.noise += len(noise)
-        score.noise_examples.extend(f"{transcript.name}: {n[:120]}" for n in noise)
+        score.filler += len(filler)
+        score.noise_examples.extend(f"{transcript.name}: {n[:120]}" for n in [*noise, *filler])
         row["noise"] = len(noise)
+        row["filler"] = len(filler)
     return row
 
 
@@ -429,8 +442,9 @@ async def transcript_part(
 
 def print_probes(keep: float, scores: dict[str, ProbeScore], out: dict[str, Any]) -> None:
     print(f"\n### Real transcripts, keep newest {keep:.0%}: probes on the summary alone\n")
-    print("| summarizer | " + " | ".join(label for _, label in _PROBE_COLUMNS) + " | noise items |")
-    print("|---|" + "---|" * (len(_PROBE_COLUMNS) + 1))
+    labels = " | ".join(label for _, label in _PROBE_COLUMNS)
+    print(f"| summarizer | {labels} | tool output in a section | filler items |")
+    print("|---|" + "---|" * (len(_PROBE_COLUMNS) + 2))
     for system in SYSTEMS:
         s = scores[system]
         cells = []
@@ -440,11 +454,11 @@ def print_probes(keep: float, scores: dict[str, ProbeScore], out: dict[str, Any]
                 cells.append("–")
             else:
                 cells.append(f"{tally.share()} ({tally.kept}/{tally.total})")
-        noise = str(s.noise) if system != "trim floor" else "–"
+        noise = f"{s.noise} | {s.filler}" if system != "trim floor" else "– | –"
         print(f"| {system} | " + " | ".join(cells) + f" | {noise} |")
     examples = scores["extractive"].noise_examples
     if examples:
-        print("\nnoise items (extractive):")
+        print("\ntool output or filler items (extractive):")
         for e in examples[:12]:
             print(f"  - {e}")
 

@@ -482,14 +482,45 @@ def genuine_next_step(summary: str, grounds: Sequence[str]) -> bool:
 _MARKER_PREFIX = re.compile(r"^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(?:pinned:\s*)?", re.I)
 
 
-def noise_items(summary: str, user_texts: Sequence[str], other_texts: Sequence[str]) -> list[str]:
-    """Goal and Constraints items copied from text that is not the user's words."""
-    users = normalized("\n".join(user_texts))
-    others = normalized("\n".join(other_texts))
+def holds_in(summary: str, item: Item, section: str) -> bool:
+    """`holds`, on the items of one section only (the Goal for a goal probe)."""
+    return holds("\n".join(section_items(summary, section)), item)
+
+
+_GUARDED = ("goal", "constraint", "decision", "next step")
+
+
+def filler_items(summary: str) -> list[str]:
+    """Key Decisions and Next Steps items that are filler ("Let me…", "Acknowledged")."""
     found = []
-    for item in [*section_items(summary, "goal"), *section_items(summary, "constraint")]:
-        body = normalized(_MARKER_PREFIX.sub("", item))
-        probe = body[:80]
-        if len(probe) >= 20 and probe in others and probe not in users:
-            found.append(item)
+    for word in ("decision", "next step"):
+        for item in section_items(summary, word):
+            body = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", item).strip()
+            if body.casefold() not in ("(none)", "none") and FILLER.search(body):
+                found.append(item)
+    return found
+
+
+def noise_items(
+    summary: str,
+    user_texts: Sequence[str],
+    assistant_texts: Sequence[str],
+    tool_texts: Sequence[str],
+) -> list[str]:
+    """Summary items copied from text that is not theirs to hold: Goal and Constraints items
+    found in assistant text or tool output (observations and demonstrations included) but
+    not in the user's words; Key Decisions and Next Steps items found in tool output but
+    in neither the user's nor the assistant's words."""
+    users = normalized("\n".join(user_texts))
+    assistant = normalized("\n".join(assistant_texts))
+    tools = normalized("\n".join(tool_texts))
+    found = []
+    for word in _GUARDED:
+        for item in section_items(summary, word):
+            body = normalized(_MARKER_PREFIX.sub("", item))
+            probe = body[:80]
+            if len(probe) < 20 or probe in users:
+                continue
+            if probe in tools or (word in ("goal", "constraint") and probe in assistant):
+                found.append(item)
     return found

@@ -41,6 +41,7 @@ class Statement:
 _LEAD = r"^(?:(?:ok(?:ay)?|so|also|and|but|then|finally|note|important|reminder|fyi|btw|"
 _LEAD += r"one more thing|quick note|heads up|oh|and also|plus|anyway|p\.?s\.?)\s*[,:;.!-]*\s+)*"
 _PLEASE = r"(?:please\s+|kindly\s+|always\s+|just\s+)*"
+_LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
 
 # Prohibitions win over every other reading: "I need you to never push" is a rule.
 _PROHIBITION = re.compile(
@@ -52,6 +53,28 @@ _PROHIBITION = re.compile(
     r"(?:approval|permission|asking|consent|sign-?off))\b",
     re.IGNORECASE,
 )
+# "Cannot" forbids when it is said of the agent ("you cannot use vim", "Cannot use any VM
+# frameworks"); said of a thing it describes a bug ("`mode` of Evaluator can't work with
+# string input"), which is the task, not a rule.
+_INABILITY = re.compile(r"cannot|can['’]t|can\s+not", re.IGNORECASE)
+_AGENT_SUBJECT = re.compile(
+    r"\b(?:you|we|one|nobody|no\s+one|anyone|the\s+(?:user|agent|assistant|model|team))"
+    r"(?:\s+\w+)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _prohibits(text: str) -> bool:
+    """Whether a sentence holds a prohibition addressed to the agent."""
+    for found in _PROHIBITION.finditer(text):
+        if _INABILITY.fullmatch(found.group(0)):
+            before = _LEAD_RE.sub("", text[: found.start()]).strip()
+            if before and not _AGENT_SUBJECT.search(before):
+                continue
+        return True
+    return False
+
+
 # "No external network access.", "No emojis.", "No more than 5 …": a prohibition by itself.
 _NO_START = re.compile(
     _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea)\w", re.IGNORECASE
@@ -143,6 +166,10 @@ _MANNER_VERB = re.compile(
     r"(?!\s+(?:of|is|are|was|were|has|had)\b)",
     re.IGNORECASE,
 )
+_CONDITION = re.compile(
+    r"^(?:\d+[.)]\s*)?(?:when(?:ever)?|if|before|after|once|while|in\s+case)\b[^,]{3,100},\s*(.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
 _REQUEST_FRAME = re.compile(
     _LEAD + r"(?:(?:can|could|would|will)\s+you|please|kindly|i\s+(?:need|want|would\s+like|"
     r"['’]d\s+like)\s+(?:you\s+)?to|let['’]?s|your\s+(?:task|job|goal|mission|assignment)|"
@@ -220,7 +247,7 @@ def classify(sentence: str) -> Act:
     short = len(words) <= 2 and not has_value and len(text) < 40 and cjk < 4
     if _CHATTER.match(text) or short:
         return Act.CHATTER
-    if _PROHIBITION.search(text) or _NO_START.match(text) or _ALWAYS.search(text):
+    if _prohibits(text) or _NO_START.match(text) or _ALWAYS.search(text):
         return Act.RULE
     if _CJK_RULE.search(text):
         return Act.RULE
@@ -232,6 +259,14 @@ def classify(sentence: str) -> Act:
         return Act.PREFERENCE
     if _MANNER_VERB.match(text):
         return Act.RULE
+    condition = _CONDITION.match(text)
+    if condition and _MANNER_VERB.match(condition.group(1)):
+        # "When you hit a brute-force step, please use a script": a rule with a condition.
+        return Act.RULE
+    if condition and (
+        _REQUEST_FRAME.match(condition.group(1)) or _WORK_VERB.match(condition.group(1))
+    ):
+        return Act.REQUEST
     if _REQUEST_FRAME.match(text) or _WORK_VERB.match(text):
         return Act.REQUEST
     if _is_obligation(text) or _UNIVERSAL.match(text):
@@ -263,7 +298,7 @@ def rule_strength(text: str) -> int:
 def bounds_the_work(text: str) -> bool:
     """True when a request also sets a limit ("make the minimal changes to non-test
     files", "add caching, but only for GET"): it is kept as a rule as well."""
-    return bool(_PROHIBITION.search(text) or _NO_START.match(text) or _BOUND.search(text))
+    return bool(_prohibits(text) or _NO_START.match(text) or _BOUND.search(text))
 
 
 def _is_obligation(text: str) -> bool:
