@@ -24,6 +24,9 @@ RUN pip install --no-cache-dir --no-index /wheels/*.whl \
     && python -c "from app.tokenizers.bpe import TokenizerRegistry; TokenizerRegistry().warm()"
 USER 10001:10001
 WORKDIR /var/lib/compactor
+# The data dir: the default SQLite file lives here (owned by the compactor user, so a
+# fresh named volume mounted here is writable). With PostgreSQL nothing is written here.
+VOLUME ["/var/lib/compactor"]
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status == 200 else 1)"]

@@ -1,4 +1,4 @@
-"""The `compactor` command: serve, estimate, compact, openapi."""
+"""The `compactor` command: serve, keygen, estimate, compact, config, migrate, openapi."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import orjson
 import typer
@@ -32,7 +32,7 @@ def serve(
 
     import uvicorn
 
-    from app.api.auth import parse_api_keys
+    from app.api.auth import check_metrics_key, parse_api_keys
     from app.json_logging import json_log_config
     from app.registry import load_registry
     from app.serving import NoDelayH11Protocol
@@ -43,6 +43,7 @@ def serve(
     settings = Settings()
     # Configuration errors stop here, as one line, before any worker starts.
     keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
     normalize_url(settings.database_url)
     load_registry(settings.models_file, settings.fallback_context_window)
     if settings.migrate_on_start:
@@ -60,6 +61,8 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    if settings.state_key_bytes() is None:  # unset, or set but empty
+        share_state_key(workers, log_level)
     metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Workers share their metrics through files in a fresh folder (removed at exit).
@@ -82,16 +85,60 @@ def serve(
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
+STATE_KEY_VARIABLE = "COMPACTOR_STATE_KEY"
+KEYGEN_HINT = (
+    "make one with `compactor keygen` "
+    "(or python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+)
+
+
+def share_state_key(workers: int, log_level: str = "info") -> None:
+    """Gives the workers of this serve one state key made now (SPEC §9): they inherit it
+    through the environment, so a compaction item or inspector login one worker wrote is
+    accepted by the others. The key itself is never printed."""
+    import logging
+    import logging.config
+    import secrets
+
+    from app.json_logging import json_log_config
+
+    os.environ[STATE_KEY_VARIABLE] = secrets.token_urlsafe(32)
+    # The workers see a configured key, so the warning is said here, once.
+    logging.config.dictConfig(json_log_config(log_level))
+    who = f"the {workers} workers of this serve share" if workers > 1 else "this serve uses"
+    logging.getLogger("compactor.startup").warning(
+        f"{STATE_KEY_VARIABLE} is not set: {who} a key made at start, so compaction items "
+        "and inspector logins stop working after a restart and on other replicas; "
+        f"{KEYGEN_HINT} and set it, the same on every replica"
+    )
+
+
+@app.command()
+def keygen() -> None:
+    """Print a new random key for COMPACTOR_STATE_KEY (or an API key)."""
+    import secrets
+
+    typer.echo(secrets.token_urlsafe(32))
+
+
 def _load_request(path: Path) -> dict[str, Any]:
+    """The request body in `path`; a file that is missing or not one is one line, exit 2."""
     try:
         doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise typer.BadParameter(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
+    except orjson.JSONDecodeError as exc:
+        _fail(f"{path} is not JSON: {exc}")
     if isinstance(doc, list):
         doc = {"messages": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        raise typer.BadParameter(f"{path}: expected a request body with a messages array")
+        _fail(f"{path}: expected a request body with a messages array")
     return doc
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
 
 
 @app.command()
@@ -209,6 +256,47 @@ def compact(
             f"wrote {output}",
             err=True,
         )
+
+
+@app.command()
+def config(
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print the table of every setting (docs/configuration.md)."
+        ),
+    ] = False,
+    example: Annotated[
+        bool,
+        typer.Option("--example", help="Print a configuration file with every key, commented."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Print the effective configuration and where each value came from (secrets masked)."""
+    from app.configuration import environment
+    from app.configuration_report import (
+        effective_configuration,
+        example_toml,
+        markdown_table,
+        render_configuration,
+    )
+    from app.settings import Settings
+
+    if markdown or example:
+        sys.stdout.write(markdown_table() if markdown else example_toml())
+        return
+    settings = Settings()
+    path, rows = effective_configuration(settings, environment())
+    if as_json:
+        doc = {
+            "file": str(path) if path else None,
+            "settings": [
+                {"variable": r.variable, "value": r.value, "source": r.source} for r in rows
+            ],
+        }
+        typer.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+        return
+    typer.echo(render_configuration(path, rows, settings))
 
 
 @app.command()

@@ -23,10 +23,13 @@ def _describe_validation(exc: ValidationError) -> str:
     is_settings = _is_settings_title(exc.title)
     parts = []
     for error in exc.errors(include_url=False)[:3]:
-        where = ".".join(str(p) for p in error["loc"])
-        if is_settings and where:
-            where = "COMPACTOR_" + where.upper()
-        message = error["msg"]
+        loc = [str(p) for p in error["loc"]]
+        where = ".".join(loc)
+        if is_settings and loc:
+            # The variable, then the table keys inside it: COMPACTOR_MODELS["claude-*"].
+            where = "COMPACTOR_" + loc[0].upper() + "".join(f"[{k!r}]" for k in loc[1:])
+        # pydantic prefixes a validator's own words; the operator needs only the words.
+        message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     more = len(exc.errors()) - len(parts)
     prefix = "configuration error: " if is_settings else "invalid input: "

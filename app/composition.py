@@ -8,15 +8,18 @@ migrates, disposes). The app lifespan, the CLI and tests all go through these tw
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+import os
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import anyio
 import httpx
 
 from app import __version__
-from app.api.auth import parse_api_keys
+from app.api.auth import check_metrics_key, parse_api_keys
 from app.api.metrics import Metrics
 from app.api.state import AppState
 from app.engine.compaction.marker import FOREIGN_SUMMARY_PATTERNS, SummaryMarker
@@ -24,7 +27,9 @@ from app.engine.counting.count_cache import TokenCountCache
 from app.engine.extractive.summarizer import ExtractiveSummarizer
 from app.engine.models import ModelRegistry
 from app.engine.ports import Summarizer
-from app.formats.vendor.apis import Upstream
+from app.formats.apis.messages import MESSAGES
+from app.formats.apis.protocol import Upstream
+from app.formats.apis.responses import RESPONSES
 from app.providers import (
     PROVIDERS,
     AnthropicSummarizer,
@@ -35,22 +40,36 @@ from app.providers import (
     Wire,
 )
 from app.providers.http import CONNECT_TIMEOUT_SECONDS
+from app.providers.model_lists import LiteLLMModelInfo, OpenAIModelList
 from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.native.proxy_hook import NativeProxyEdits
-from app.services.native.services import build_native_services
+from app.services.inspector.logins import InspectorLogins
+from app.services.model_catalog import ModelCatalog, ModelListSource, UpstreamModelWindows
+from app.services.native.endpoints import VendorEndpoints
+from app.services.native.proxy_stage import (
+    MessagesHandler,
+    NativeHandler,
+    NativeStage,
+    ResponsesHandler,
+)
+from app.services.native.services import NativeApis, NativeServices, build_native_services
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
-from app.services.proxy.session_binding import SessionBinding
+from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
-from app.services.proxy.transparent import TransparentCompactor
+from app.services.proxy.transparent import TransparentCompactor, TransparentStage
 from app.services.sessions.service import SessionService
+from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
+from app.services.tracing import NullTracer, TracedSummarizer, Tracer
 from app.services.workspace import WorkspaceReader, parse_workspace_roots
 from app.settings import Settings
 from app.store.database import create_db_engine, session_factory
 from app.store.migrate import schema_problem, upgrade
+from app.store.summaries import SqlSummaryStore
+from app.store.transactions import SessionDatabase
 from app.tokenizers.bpe import TokenizerRegistry
 
 # The model half of a summarizer, by the wire its provider speaks.
@@ -93,10 +112,9 @@ def http_summarizer_config(settings: Settings) -> HttpSummarizerConfig:
         )
     base_url = (settings.summarizer_base_url or spec.default_base_url or "").strip().rstrip("/")
     if not base_url:
-        example = "https://RESOURCE.openai.azure.com" if spec.deployments else "http://HOST/v1"
         raise SummarizerConfigError(
             f"COMPACTOR_SUMMARIZER={name} needs to know where the server is: set "
-            f"COMPACTOR_SUMMARIZER_BASE_URL (for example {example})"
+            f"COMPACTOR_SUMMARIZER_BASE_URL (for example {spec.base_url_example})"
         )
     url = httpx.URL(base_url)
     if url.scheme not in ("http", "https") or not url.host:
@@ -123,16 +141,52 @@ def check_settings(settings: Settings, *, summarizer: bool = True) -> None:
     `summarizer=False` skips the summarizer's, for an app given its summarizer."""
     if summarizer and needs_http_client(settings):
         http_summarizer_config(settings)
-    parse_api_keys(settings.api_key_spec())
-    load_registry(settings.models_file, settings.fallback_context_window)
+    keys = parse_api_keys(settings.api_key_spec())
+    check_metrics_key(settings.metrics_key_value(), keys)
+    model_registry(settings)
 
 
-def outbound_client(settings: Settings) -> httpx.AsyncClient:
+def model_registry(settings: Settings) -> ModelRegistry:
+    """The registry with the operator's extra file, aliases and per-model policies."""
+    return load_registry(
+        settings.models_file,
+        settings.fallback_context_window,
+        aliases=settings.model_aliases,
+        policies=settings.model_policies(),
+    )
+
+
+def build_tracer() -> Tracer:
+    """OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (OTLP/HTTP); else
+    the null tracer, and no OpenTelemetry module is imported at all."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return NullTracer()
+    from app.providers.otel_tracing import otlp_tracer
+
+    return otlp_tracer()
+
+
+def traceparent_hook(tracer: Tracer) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx request hook writing the current span's `traceparent` on each request
+    (the summarizer's calls, the proxy's upstream calls): their traces join the request's."""
+
+    async def inject(request: httpx.Request) -> None:
+        carrier: dict[str, str] = {}
+        tracer.inject(carrier)
+        for name, value in carrier.items():
+            request.headers[name] = value
+
+    return inject
+
+
+def outbound_client(settings: Settings, tracer: Tracer | None = None) -> httpx.AsyncClient:
     """The one client outbound model calls share; opened and closed by `running_state`."""
+    hooks = {"request": [traceparent_hook(tracer)]} if tracer is not None and tracer.enabled else {}
     return httpx.AsyncClient(
         timeout=httpx.Timeout(settings.summarizer_timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
         follow_redirects=False,
         headers={"user-agent": f"context-compactor/{__version__}"},
+        event_hooks=hooks,
     )
 
 
@@ -155,7 +209,7 @@ def build_summarizer(
             f"the {config.provider.name} summarizer needs an open HTTP client "
             "(the app lifespan or `running_state` opens it)"
         )
-    registry = models or load_registry(settings.models_file, settings.fallback_context_window)
+    registry = models or model_registry(settings)
     entry = registry.resolve(config.model)
     if entry.context_window is None:
         # An unregistered model (a local Ollama name, say) still has a window: assume the
@@ -182,6 +236,7 @@ def build_state(
     tokenizers: TokenizerRegistry | None = None,
     metrics: Metrics | None = None,
     outbound: httpx.AsyncClient | None = None,
+    tracer: Tracer | None = None,
 ) -> AppState:
     """Everything requests share, built from settings (no I/O beyond local files).
 
@@ -190,15 +245,19 @@ def build_state(
     """
     tokenizers = tokenizers or TokenizerRegistry()
     observed = metrics or Metrics()
-    models = load_registry(settings.models_file, settings.fallback_context_window)
+    models = model_registry(settings)
     if summarizer is None:
         retries = observed.summarizer_retries
         name = settings.summarizer
         summarizer = build_summarizer(
             settings, outbound, models, on_retry=lambda reason: retries.labels(name, reason).inc()
         )
+    catalog = ModelCatalog(models)
+    tracer = tracer or NullTracer()
+    if tracer.enabled:
+        summarizer = TracedSummarizer(summarizer, tracer)
     estimation = EstimationService(
-        tokenizers, models, TokenCountCache(settings.token_cache_entries), settings.image_tokens
+        tokenizers, catalog, TokenCountCache(settings.token_cache_entries), settings.image_tokens
     )
     marker = SummaryMarker(foreign_patterns=(*FOREIGN_SUMMARY_PATTERNS, *settings.summary_patterns))
     compaction = CompactionService(
@@ -207,25 +266,51 @@ def build_state(
         default_thinking=settings.summarizer_thinking,
         marker=marker,
         observer=observed,
+        tracer=tracer,
     )
-    db = create_db_engine(settings.database_url)
+    db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
+    native = build_native_services(
+        estimation, compaction, settings.state_key_bytes(), native_apis()
+    )
+    retention = timedelta(hours=settings.idempotency_retention_hours)
+    sessions = SessionService(
+        SessionDatabase(store),
+        estimation,
+        compaction,
+        marker=marker,
+        idempotency_retention=retention,
+    )
+    api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
         tokenizers=tokenizers,
-        models=models,
+        models=catalog,
         estimation=estimation,
         compaction=compaction,
         close_store=db.dispose,
-        sessions=SessionService(store, estimation, compaction, marker=marker),
+        sessions=sessions,
         system_prompts=SystemPromptService(
             estimation, WorkspaceReader(parse_workspace_roots(settings.workspace_roots))
         ),
-        api_keys=parse_api_keys(settings.api_key_spec()),
+        api_keys=api_keys,
         metrics=observed,
-        summary_cache=SummaryCache(store, settings.proxy_summary_cache_entries),
-        native=build_native_services(estimation, compaction, settings.state_key_bytes()),
+        summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
+        native=native,
+        stateless=StatelessHistory(estimation, compaction, native.responses),
+        vendor_endpoints=VendorEndpoints(native, sessions, estimation),
+        # Without a configured key, logins last as long as this process (as the state does).
+        ui_logins=InspectorLogins(
+            SessionDatabase(store),
+            api_keys,
+            settings.state_key_bytes() or secrets.token_bytes(32),
+            settings.ui_login_seconds,
+        ),
         outbound=outbound,
+        tracer=tracer,
+        recent_decisions=RecentDecisions(
+            settings.inspector_recent_requests, with_content=settings.inspector_show_content
+        ),
     )
 
 
@@ -236,19 +321,25 @@ async def running_state(
     summarizer: Summarizer | None = None,
     tokenizers: TokenizerRegistry | None = None,
     metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[AppState]:
     """The app state for the block: outbound client open, tokenizers warm, schema migrated
-    when `settings.migrate_on_start`, `ready` while the block runs."""
+    when `settings.migrate_on_start`, `ready` while the block runs. A `tracer`'s spans
+    are flushed when the block ends (it is shut down at exit)."""
     async with AsyncExitStack() as stack:
+        flush = getattr(tracer, "force_flush", None)
+        if flush is not None:
+            stack.callback(flush)
         outbound = None
         if summarizer is None and needs_http_client(settings):
-            outbound = await stack.enter_async_context(outbound_client(settings))
+            outbound = await stack.enter_async_context(outbound_client(settings, tracer))
         state = build_state(
             settings,
             summarizer=summarizer,
             tokenizers=tokenizers,
             metrics=metrics,
             outbound=outbound,
+            tracer=tracer,
         )
         stack.callback(state.close_store)
         state.tokenizers.warm()
@@ -258,13 +349,16 @@ async def running_state(
             # Serve anyway (health and stateless routes work); session routes answer 503.
             logging.getLogger("compactor.startup").error(problem)
         if state.native.ephemeral_key:
-            # Compaction blocks and items it hands out stop verifying after a restart and
-            # on other replicas: worth a line in the log, not a refusal to start.
+            # Compaction blocks and items it hands out (and inspector logins) stop verifying
+            # after a restart and on other replicas: worth a line in the log, not a refusal.
             logging.getLogger("compactor.startup").warning(
-                "COMPACTOR_STATE_KEY is not set: compaction state is signed with a key of "
-                "this process only; set it (the same on every replica) to keep it valid"
+                "COMPACTOR_STATE_KEY is not set: compaction state and inspector logins use "
+                "a key of this process only; set it (the same on every replica) to keep "
+                "them valid (`compactor keygen` makes one)"
             )
         await open_proxy(state, stack)
+        if settings.models_from_upstream:
+            await read_upstream_models(state, stack)
         state.ready = True
         try:
             yield state
@@ -287,21 +381,123 @@ async def running_summarizer(
 async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
     """Opens the shared upstream client (closed with `stack`) and sets `state.proxy`."""
     settings = state.settings
+    log_upstreams(settings)
     client = await stack.enter_async_context(
         upstream_http_client(
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
         )
     )
-    cache = state.summary_cache
     state.proxy = ProxyService(
         upstream=client,
+        # Normalized once (app.settings): either form of each variable, with or without
+        # `/v1`, gives the URL the proxy appends its API paths to.
         upstream_urls={
-            Upstream.OPENAI: settings.upstream_openai_url,
-            Upstream.ANTHROPIC: settings.upstream_anthropic_url,
+            Upstream.OPENAI: settings.upstream_openai_base,
+            Upstream.ANTHROPIC: settings.upstream_anthropic_root,
+            Upstream.GEMINI: settings.upstream_gemini_url,
         },
-        compactor=TransparentCompactor(state.estimation, state.compaction, cache, state.metrics),
-        sessions=SessionBinding(state.sessions),
+        stages=proxy_stages(state),
         observer=state.metrics,
-        native=NativeProxyEdits(state.native, emulate=settings.native_edits == "emulate"),
+        tracer=state.tracer,
+        decisions=state.recent_decisions,
     )
     stack.callback(setattr, state, "proxy", None)
+
+
+def native_apis() -> NativeApis:
+    """The vendor APIs with native context management, with their wire halves."""
+    return NativeApis(
+        messages=MESSAGES,
+        messages_wire=MESSAGES.context_management,
+        responses=RESPONSES,
+        responses_wire=RESPONSES.context_management,
+    )
+
+
+def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | TransparentStage]:
+    """The proxy's pipeline, in order: native edits → session binding → transparent."""
+    native: NativeServices = state.native
+    apis = native.apis
+    handlers: dict[str, NativeHandler] = {
+        apis.messages.name: MessagesHandler(native.anthropic, apis.messages_wire),
+        apis.responses.name: ResponsesHandler(
+            native.responses, apis.responses_wire, state.sessions
+        ),
+    }
+    compactor = TransparentCompactor(
+        state.estimation, state.compaction, state.summary_cache, state.metrics, tracer=state.tracer
+    )
+    return [
+        NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),
+        SessionStage(SessionBinding(state.sessions)),
+        TransparentStage(compactor),
+    ]
+
+
+def log_upstreams(settings: Settings) -> None:
+    """One line per configured upstream: where its routes go, after normalization."""
+    startup = logging.getLogger("compactor.startup")
+    routes = (
+        ("COMPACTOR_UPSTREAM_OPENAI_URL", settings.upstream_openai_base, "/chat/completions"),
+        ("COMPACTOR_UPSTREAM_ANTHROPIC_URL", settings.upstream_anthropic_root, "/v1/messages"),
+    )
+    for variable, base, example in routes:
+        if base is not None:
+            where = httpx.URL(base + example).copy_with(userinfo=b"", query=None)
+            startup.info(
+                "proxy upstream from %s: requests go to %s and the like",
+                variable,
+                where,
+                extra={"variable": variable, "upstream": str(where)},
+            )
+
+
+# The start waits this long for the first read of the upstreams' model lists; the read
+# goes on in the background if it takes longer.
+MODEL_LIST_START_WAIT_SECONDS = 5.0
+
+
+def model_list_sources(settings: Settings, client: httpx.AsyncClient) -> list[ModelListSource]:
+    """The model lists of the configured upstreams (each root once)."""
+    key = settings.upstream_models_api_key
+    secret = key.get_secret_value() if key else None
+    sources: list[ModelListSource] = []
+    roots: list[str] = []
+    bases = [
+        (settings.upstream_openai_root, settings.upstream_openai_base),
+        (settings.upstream_anthropic_root, (settings.upstream_anthropic_root or "") + "/v1"),
+    ]
+    for root, base in bases:
+        if root is None or base is None or root in roots:
+            continue
+        roots.append(root)
+        sources.append(OpenAIModelList(client, base + "/models", secret))
+        sources.append(LiteLLMModelInfo(client, root + "/model/info", secret))
+    return sources
+
+
+async def read_upstream_models(state: AppState, stack: AsyncExitStack) -> None:
+    """Reads the upstreams' model lists now (bounded wait) and again every
+    `models_refresh_seconds` in the background, until `stack` closes."""
+    settings = state.settings
+    client = await stack.enter_async_context(
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, connect=settings.upstream_connect_timeout_seconds),
+            follow_redirects=False,
+            headers={"user-agent": f"context-compactor/{__version__}"},
+        )
+    )
+    sources = model_list_sources(settings, client)
+    if not sources:
+        logging.getLogger("compactor.startup").warning(
+            "COMPACTOR_MODELS_FROM_UPSTREAM is set but no upstream URL is configured"
+        )
+        return
+    windows = UpstreamModelWindows(state.models, sources, settings.models_refresh_seconds)
+    state.model_windows = windows
+    first_read = anyio.Event()
+    tasks = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(tasks.cancel_scope.cancel)
+    tasks.start_soon(windows.run, first_read)
+    with anyio.move_on_after(MODEL_LIST_START_WAIT_SECONDS):
+        await first_read.wait()

@@ -37,10 +37,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
-    """A real uvicorn server on loopback for the duration of the block; yields its URL."""
+def serve_in_thread(app: Any, http: Any = "auto") -> Iterator[str]:
+    """A real uvicorn server on loopback for the duration of the block; yields its URL.
+    `http` is uvicorn's protocol (`app.serving.NoDelayH11Protocol` for keep-alive clients)."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

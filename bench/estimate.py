@@ -19,7 +19,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.counting.accounting import CountingRules, message_cost_parts  # noqa: E402
+from app.engine.counting.accounting import CountingRules, message_cost  # noqa: E402
 from app.engine.counting.count_cache import TokenCountCache  # noqa: E402
 from app.formats.registry import FORMATS  # noqa: E402
 from app.main import build_state, create_app  # noqa: E402
@@ -56,7 +56,7 @@ def bench_format(fmt: str, path: Path, state: Any, litellm_count: Any) -> None:
     encoding = tokenizers.get("o200k_base")
     conversation = FORMATS.get(fmt).parse(messages)
     rules = CountingRules(dialect=FORMATS.get(fmt).dialect)
-    texts = [t for m in conversation.messages for t in message_cost_parts(m, rules)[1]]
+    texts = [t for m in conversation.messages for t in message_cost(m, rules).texts]
     file_text = json.dumps(messages, ensure_ascii=False)
 
     def fresh() -> EstimationService:

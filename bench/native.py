@@ -18,9 +18,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.formats.vendor.apis import MESSAGES  # noqa: E402
-from app.formats.vendor.native_anthropic_reply import NativeReport, StreamReportWriter  # noqa: E402
-from app.formats.vendor.replies import ReplyCapture  # noqa: E402
+from app.engine.native_edits import NativeReport  # noqa: E402
+from app.formats.apis.messages import MESSAGES  # noqa: E402
+from app.formats.apis.messages_edits import compaction_block  # noqa: E402
+from app.formats.apis.messages_reports import StreamReportWriter  # noqa: E402
 from app.main import build_state  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.common import measure, ms  # noqa: E402
@@ -73,7 +74,10 @@ def main() -> None:
         turn2["messages"] += [
             {
                 "role": "assistant",
-                "content": [edited.report().block, {"type": "text", "text": "ok"}],
+                "content": [
+                    compaction_block(edited.compaction.summary, edited.compaction.state),
+                    {"type": "text", "text": "ok"},
+                ],
             },
             {"role": "user", "content": "next"},
         ]
@@ -85,11 +89,11 @@ def main() -> None:
         _row("next turn (rebuild from the block)", ms(rebuild_s), f"{rebuild_s / apply_s:.2f}x")
 
         upstream = _stream(2000)
-        report = NativeReport(edited.report().block, (0, 0), {"applied_edits": []})
+        report = NativeReport(edited.report().compaction, (), has_edits=True)
 
         def relay() -> None:
             # The proxy's own event parsing for a bound session's transcript.
-            capture = ReplyCapture(MESSAGES)
+            capture = MESSAGES.stream_capture()
             for i in range(0, len(upstream), 4096):
                 capture.feed(upstream[i : i + 4096])
 
@@ -102,7 +106,7 @@ def main() -> None:
         cost = measure(rewrite, 9, 2)
         print(f"stream rewriting, {len(upstream):,} B of events in 4 KiB chunks")
         events = upstream.count(b"\n\n")
-        _row("proxy's ReplyCapture parsing (baseline)", ms(base))
+        _row("proxy's stream capture parsing (baseline)", ms(base))
         _row(
             "compaction block + renumbered indexes",
             ms(cost),

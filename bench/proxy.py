@@ -186,7 +186,6 @@ def main() -> None:
         **os.environ,
         "COMPACTOR_DATABASE_URL": f"sqlite:///{workdir}/compactor.db",
         "COMPACTOR_UPSTREAM_OPENAI_URL": f"{upstream}/v1",
-        "COMPACTOR_LOG_LEVEL": "warning",
     }
     quiet = subprocess.DEVNULL
     children = [
@@ -196,7 +195,10 @@ def main() -> None:
             stderr=quiet,
         ),
         subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(proxy_port)],
+            [
+                *(sys.executable, "-m", "app.cli", "serve"),
+                *("--port", str(proxy_port), "--log-level", "warning"),
+            ],
             env=env,
             cwd=ROOT,
             stdout=quiet,

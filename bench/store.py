@@ -1,8 +1,11 @@
 """Session-store benchmark: appends per second and `prepare` latency on a 300-message
 session, on SQLite and on a throwaway PostgreSQL cluster, over real HTTP on loopback.
 
-Baselines from the same run: a raw SQL INSERT loop with the same driver (appends), and
-an in-process estimate of the same context (prepare).
+Baselines from the same run: a raw SQL INSERT loop with the same driver and durability
+setting (appends), and an in-process estimate of the same context (prepare). On SQLite
+the appends are measured twice, with `COMPACTOR_SQLITE_SYNCHRONOUS=FULL` (the default:
+every commit synced, an acknowledged append survives a power loss) and `NORMAL` (synced
+at checkpoints only), and their ratio printed.
 
 Run: .venv/bin/python bench/store.py
 """
@@ -36,9 +39,9 @@ TRANSCRIPT = ROOT / "tests/data/claude_code/4d5611e5-241a-462a-8d15-5122611a9569
 MESSAGES = 300  # the transcript has 298
 
 
-def _raw_insert_rate(url: str, messages: list[Any]) -> float:
+def _raw_insert_rate(url: str, messages: list[Any], synchronous: Any = "FULL") -> float:
     """Baseline: one committed INSERT per message with the same driver, no service."""
-    engine = create_db_engine(url)
+    engine = create_db_engine(url, sqlite_synchronous=synchronous)
     with engine.begin() as db:
         db.execute(text("CREATE TABLE IF NOT EXISTS bench_raw (seq integer, message text)"))
     start = time.perf_counter()
@@ -53,19 +56,41 @@ def _raw_insert_rate(url: str, messages: list[Any]) -> float:
     return len(messages) / elapsed
 
 
+# A trigger above the history: prepare measures the no-compaction path.
+SESSION = {"model": "claude-sonnet-4-5", "trigger_tokens": 1_000_000}
+
+
+def _append_rate(client: httpx.Client, messages: list[Any]) -> tuple[str, float]:
+    """A new session, one message per POST; its id and the appends per second."""
+    sid: str = client.post("/sessions", json=SESSION).json()["id"]
+    start = time.perf_counter()
+    for message in messages:
+        client.post(f"/sessions/{sid}/messages", json={"messages": [message]}).raise_for_status()
+    return sid, len(messages) / (time.perf_counter() - start)
+
+
+def bench_sqlite_durability(folder: str, messages: list[Any]) -> None:
+    """Appends with every commit synced (FULL) against syncing at checkpoints (NORMAL)."""
+    rates = {}
+    for synchronous in ("NORMAL", "FULL"):
+        url = f"sqlite:///{folder}/durability-{synchronous.lower()}.db"
+        upgrade(url)
+        app = create_app(Settings(database_url=url, sqlite_synchronous=synchronous))
+        with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=60) as client:
+            rates[synchronous] = _append_rate(client, messages)[1]
+        raw = _raw_insert_rate(url, messages, synchronous)
+        print(
+            f"  appends, synchronous={synchronous:<6}       {rates[synchronous]:8.0f} /s   "
+            f"(raw INSERT+COMMIT loop at {raw:.0f}/s)"
+        )
+    print(f"  FULL / NORMAL append rate            {rates['FULL'] / rates['NORMAL']:8.2f}x")
+
+
 def bench_backend(label: str, url: str, messages: list[Any]) -> None:
     upgrade(url)
     app = create_app(Settings(database_url=url))
     with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=60) as client:
-        # A trigger above the history: prepare measures the no-compaction path.
-        settings = {"model": "claude-sonnet-4-5", "trigger_tokens": 1_000_000}
-        sid = client.post("/sessions", json=settings).json()["id"]
-        start = time.perf_counter()
-        for message in messages:
-            client.post(
-                f"/sessions/{sid}/messages", json={"messages": [message]}
-            ).raise_for_status()
-        append_rate = len(messages) / (time.perf_counter() - start)
+        sid, append_rate = _append_rate(client, messages)
 
         samples = []
         for _ in range(20):
@@ -115,6 +140,8 @@ def main() -> None:
     with ExitStack() as stack:
         folder = stack.enter_context(tempfile.TemporaryDirectory())
         bench_backend("SQLite", f"sqlite:///{folder}/bench.db", messages)
+        print("\nSQLite durability (the same appends, each setting in a new database)")
+        bench_sqlite_durability(folder, messages)
         if server_bin_dir() is None:
             print("\nPostgreSQL: server binaries not found, skipped")
             return

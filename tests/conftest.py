@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,13 +54,36 @@ def tokenizers() -> TokenizerRegistry:
     return registry
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite store at the head revision, migrated once per run: tests get a copy
+    of it (a file copy costs a fifth of running the migrations again)."""
+    from app.store.migrate import upgrade
+
+    path = tmp_path_factory.mktemp("migrated") / "store.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+def migrated_copy(template: Path, folder: Path, name: str = "compactor.db") -> str:
+    """The URL of a fresh copy of the migrated store `template` in `folder`."""
+    target = folder / name
+    shutil.copyfile(template, target)
+    return f"sqlite:///{target}"
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path / 'compactor.db'}")
+def settings(tmp_path: Path, migrated_sqlite: Path) -> Settings:
+    """The settings `client` serves: an empty, migrated SQLite store of the test's own. A
+    module whose apps need other settings (another store backend, a summarizer)
+    overrides this fixture, not `client`. Migrating on start is tested on empty files
+    elsewhere (test_lifespan.py, test_bad_input.py)."""
+    return Settings(database_url=migrated_copy(migrated_sqlite, tmp_path))
 
 
 @pytest.fixture
 def client(settings: Settings, tokenizers: TokenizerRegistry) -> Iterator[TestClient]:
+    """The app of `settings` with its lifespan running, in process."""
     # One warmed registry for the whole run: building the encodings is the costly part of
     # an app start, and hundreds of tests start one.
     with TestClient(create_app(settings, tokenizers=tokenizers)) as test_client:
@@ -144,26 +168,37 @@ def postgres_server() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def migrated_postgres(postgres_server: str) -> str:
+    """The name of a database at the head revision, migrated once per run: each test's
+    database is created from it as a template (a copy of its files)."""
+    import psycopg
+
+    from app.store.migrate import upgrade
+
+    name = "migrated_template"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    upgrade(postgres_server.rsplit("/", 1)[0] + f"/{name}")
+    return name
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, migrated database of each backend, one per test."""
-    from app.store.migrate import upgrade
-
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-        upgrade(url)
-        yield url
+        yield migrated_copy(request.getfixturevalue("migrated_sqlite"), tmp_path, "store.db")
         return
     import uuid
 
     import psycopg
 
     server = request.getfixturevalue("postgres_server")
+    template = request.getfixturevalue("migrated_postgres")
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     url = server.rsplit("/", 1)[0] + f"/{name}"
-    upgrade(url)
     yield url
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -48,6 +48,49 @@ def parse_api_keys(spec: str | None) -> dict[str, str]:
     return keys
 
 
+def check_metrics_key(metrics_key: str | None, keys: dict[str, str]) -> None:
+    """Refuses a metrics key that is too short or is also a tenant's key (ValueError)."""
+    if metrics_key is None:
+        return
+    if len(metrics_key.strip()) < MIN_KEY_LENGTH:
+        raise ValueError(f"COMPACTOR_METRICS_KEY must be at least {MIN_KEY_LENGTH} characters")
+    if metrics_key.strip() in keys:
+        raise ValueError(
+            "COMPACTOR_METRICS_KEY is also a tenant's key in COMPACTOR_API_KEYS; give the "
+            "metrics their own key"
+        )
+
+
+def metrics_reader(request: Request) -> None:
+    """Who may read /metrics, which sums every tenant's traffic: anyone when neither API
+    keys nor COMPACTOR_METRICS_KEY are set (loopback), else only the metrics key."""
+    state = get_state(request)
+    configured = state.settings.metrics_key_value()
+    if configured is None and not state.api_keys:
+        return
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise ApiError(
+            401, "Unauthorized", "send Authorization: Bearer <metrics key>", "unauthorized"
+        )
+    given = presented.strip().encode()
+    if configured is not None and hmac.compare_digest(configured.strip().encode(), given):
+        return
+    if tenant_of_key(state.api_keys, presented) is None:
+        raise ApiError(401, "Unauthorized", "the API key is not valid", "unauthorized")
+    remedy = (
+        "send the metrics key (COMPACTOR_METRICS_KEY) instead"
+        if configured is not None
+        else "the operator sets COMPACTOR_METRICS_KEY and scrapes with that key"
+    )
+    raise ApiError(
+        403,
+        "Forbidden",
+        f"/metrics adds up every tenant's traffic, so a tenant's key does not read it: {remedy}",
+        "forbidden",
+    )
+
+
 PROXY_KEY_HEADER = "x-compactor-key"
 
 
@@ -80,12 +123,19 @@ def proxy_tenant(request: Request) -> str:
     return _tenant_of(keys, presented)
 
 
-def _tenant_of(keys: dict[str, str], presented: str) -> str:
+def tenant_of_key(keys: dict[str, str], presented: str) -> str | None:
+    """The tenant whose key was presented, or None; every key is compared, whichever
+    matches, so the time taken does not tell which one did."""
     tenant = None
-    # Compare against every key so the time taken does not depend on which one matched.
+    given = presented.strip().encode()
     for key, owner in keys.items():
-        if hmac.compare_digest(key.encode(), presented.strip().encode()):
+        if hmac.compare_digest(key.encode(), given):
             tenant = owner
+    return tenant
+
+
+def _tenant_of(keys: dict[str, str], presented: str) -> str:
+    tenant = tenant_of_key(keys, presented)
     if tenant is None:
         raise ApiError(401, "Unauthorized", "the API key is not valid", "unauthorized")
     return tenant

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
 from app.api.problems import ApiError
 from app.api.state import AppState
-from app.services.compaction import CompactionService
-from app.services.estimation import EstimationService
-from app.services.native.services import NativeServices
+from app.services.native.endpoints import VendorEndpoints
 from app.services.sessions.service import SessionService
+from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
 
 
@@ -28,29 +28,18 @@ def get_state(request: Request) -> AppState:
     return state
 
 
-def get_estimation(request: Request) -> EstimationService:
-    return get_state(request).estimation
+def _shared(name: str) -> Callable[[Request], Any]:
+    """A dependency handing out one thing the lifespan built (an `AppState` field)."""
 
+    def dependency(request: Request) -> Any:
+        return getattr(get_state(request), name)
 
-def get_compaction(request: Request) -> CompactionService:
-    return get_state(request).compaction
-
-
-def get_sessions(request: Request) -> SessionService:
-    return get_state(request).sessions
-
-
-def get_system_prompts(request: Request) -> SystemPromptService:
-    return get_state(request).system_prompts
-
-
-def get_native(request: Request) -> NativeServices:
-    return get_state(request).native
+    dependency.__name__ = f"get_{name}"
+    return dependency
 
 
 State = Annotated[AppState, Depends(get_state)]
-Estimation = Annotated[EstimationService, Depends(get_estimation)]
-Compaction = Annotated[CompactionService, Depends(get_compaction)]
-Sessions = Annotated[SessionService, Depends(get_sessions)]
-SystemPrompts = Annotated[SystemPromptService, Depends(get_system_prompts)]
-Native = Annotated[NativeServices, Depends(get_native)]
+Sessions = Annotated[SessionService, Depends(_shared("sessions"))]
+SystemPrompts = Annotated[SystemPromptService, Depends(_shared("system_prompts"))]
+Stateless = Annotated[StatelessHistory, Depends(_shared("stateless"))]
+VendorRoutes = Annotated[VendorEndpoints, Depends(_shared("vendor_endpoints"))]

@@ -15,12 +15,19 @@ T = TypeVar("T")
 POLL_SECONDS = 0.25
 
 
-async def run_until_disconnect(request: Request, work: Callable[[CallerGone], Awaitable[T]]) -> T:
+async def run_until_disconnect(
+    request: Request,
+    work: Callable[[CallerGone], Awaitable[T]],
+    *,
+    body_read: asyncio.Event | None = None,
+) -> T:
     """Runs `work(caller_gone)`; when the client goes away it is cancelled, nothing is
-    returned, and the caller sees CallerGoneError."""
+    returned, and the caller sees CallerGoneError. With `body_read`, the watch starts once
+    it is set: the body is still being read (as it arrives) until then, and watching
+    would take its chunks."""
     gone = asyncio.Event()
     task = asyncio.ensure_future(work(gone.is_set))
-    watcher = asyncio.create_task(_watch(request, gone, task))
+    watcher = asyncio.create_task(_watch(request, gone, task, body_read))
     try:
         return await task
     except asyncio.CancelledError:
@@ -34,7 +41,14 @@ async def run_until_disconnect(request: Request, work: Callable[[CallerGone], Aw
         task.cancel()
 
 
-async def _watch(request: Request, gone: asyncio.Event, task: asyncio.Future[T]) -> None:
+async def _watch(
+    request: Request,
+    gone: asyncio.Event,
+    task: asyncio.Future[T],
+    body_read: asyncio.Event | None,
+) -> None:
+    if body_read is not None:
+        await body_read.wait()
     while not task.done():
         if await request.is_disconnected():
             gone.set()

@@ -3,9 +3,11 @@ bodies in flight may hold together (pure ASGI middleware), and JSON nesting dept
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
@@ -39,6 +41,14 @@ def json_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+class StreamedBodyRefused(Exception):
+    """A body passed on as it arrives broke a limit mid-way; `BodySizeLimit` answers."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 class PendingBodies:
     """The bytes of request bodies a process holds at once, across all requests."""
 
@@ -59,7 +69,11 @@ class PendingBodies:
 class BodySizeLimit:
     """Answers 413 problem+json when a body exceeds `max_bytes`, declared or streamed; 408
     when it does not arrive within `timeout_seconds`; 503 while the bodies of requests in
-    flight already hold `max_pending_bytes` (a stalled or slow upload cannot pin memory)."""
+    flight already hold `max_pending_bytes` (a stalled or slow upload cannot pin memory).
+
+    A request `streamed(scope)` picks (the pass-through routes) is not held: its body goes
+    to the endpoint chunk by chunk as it arrives, under the same size and time limits
+    (counted as it passes; it holds one chunk at a time, so no pending bytes)."""
 
     def __init__(
         self,
@@ -67,11 +81,13 @@ class BodySizeLimit:
         max_bytes: int,
         timeout_seconds: float = 60.0,
         max_pending_bytes: int | None = None,
+        streamed: Callable[[Scope], bool] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_seconds = timeout_seconds
         self.pending = PendingBodies(max_pending_bytes or 8 * max_bytes)
+        self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,6 +96,9 @@ class BodySizeLimit:
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._reject(scope, receive, send)
+            return
+        if self.streamed is not None and self.streamed(scope):
+            await self._pass_on(scope, receive, send)
             return
         held = 0
         try:
@@ -120,35 +139,76 @@ class BodySizeLimit:
         finally:
             self.pending.give_back(held)
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            413,
-            "Payload too large",
+    async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app reads the body as it arrives; a limit broken mid-way stops it there and
+        is answered (when nothing was answered yet)."""
+        seen = 0
+        deadline = anyio.current_time() + self.timeout_seconds
+        body_done = False
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen, body_done
+            if body_done:  # after the body: only the disconnect is left to wait for
+                return await receive()
+            with anyio.move_on_after(deadline - anyio.current_time()) as waited:
+                message = await receive()
+            if waited.cancelled_caught:
+                raise StreamedBodyRefused(408)
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise StreamedBodyRefused(413)
+                body_done = not message.get("more_body", False)
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except StreamedBodyRefused as refused:
+            if started:
+                raise
+            if refused.status == 413:
+                await self._reject(scope, receive, send, close=True)
+            else:
+                await self._too_slow(scope, receive, send)
+
+    async def _reject(
+        self, scope: Scope, receive: Receive, send: Send, *, close: bool = False
+    ) -> None:
+        detail = (
             f"the request body is larger than {self.max_bytes} bytes; send a shorter history "
-            "or raise COMPACTOR_MAX_BODY_BYTES",
-            "payload-too-large",
+            "or raise COMPACTOR_MAX_BODY_BYTES"
         )
+        # With `close`, the rest of the body is still on its way: end the connection.
+        response = _refusal(413, "Payload too large", detail, "payload-too-large", close)
         await response(scope, receive, send)
 
     async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            408,
-            "Request timeout",
+        detail = (
             f"the request body did not arrive within {self.timeout_seconds:g} s "
-            "(COMPACTOR_BODY_TIMEOUT_SECONDS); send it faster or in a smaller request",
-            "request-timeout",
+            "(COMPACTOR_BODY_TIMEOUT_SECONDS); send it faster or in a smaller request"
         )
-        response.headers["connection"] = "close"
-        await response(scope, receive, send)
+        await _refusal(408, "Request timeout", detail, "request-timeout")(scope, receive, send)
 
     async def _busy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            503,
-            "Too many uploads at once",
+        detail = (
             "the request bodies being received already hold "
-            f"{self.pending.max_bytes} bytes (COMPACTOR_MAX_PENDING_BODY_BYTES); retry shortly",
-            "uploads-busy",
+            f"{self.pending.max_bytes} bytes (COMPACTOR_MAX_PENDING_BODY_BYTES); retry shortly"
         )
+        response = _refusal(503, "Too many uploads at once", detail, "uploads-busy")
         response.headers["retry-after"] = "1"
-        response.headers["connection"] = "close"
         await response(scope, receive, send)
+
+
+def _refusal(status: int, title: str, detail: str, kind: str, close: bool = True) -> Response:
+    """A body refused before it was read whole: the connection ends with the answer
+    unless the caller says the body is done."""
+    response = problem_response(status, title, detail, kind)
+    if close:
+        response.headers["connection"] = "close"
+    return response

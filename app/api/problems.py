@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from app.engine.errors import (
     CallerGoneError,
+    CompactionRequestError,
     CompactionStateError,
     CompactorError,
     EmptySummaryError,
@@ -33,6 +34,7 @@ from app.engine.errors import (
     UpstreamUnavailableError,
 )
 from app.engine.system_prompt import InvalidSystemPromptError
+from app.formats.apis.registry import vendor_error_body
 from app.services.proxy.service import UpstreamNotConfiguredError
 from app.services.sessions.errors import (
     CompactionConflictError,
@@ -101,9 +103,39 @@ def _vendor_error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "api_error"
 
 
+def vendor_coded_error(status: int, message: str, code: str | None) -> Response:
+    """An error in the vendor's own shape (Anthropic's `{"type": "error", "error": {type,
+    message, details: {error_code}}}`), for errors the vendor names by a code: its SDK
+    raises the matching exception class (CompactionBlockMisplacedError, …)."""
+    error: dict[str, Any] = {"type": _vendor_error_type(status), "message": message}
+    if code is not None:
+        error["details"] = {"error_code": code}
+    return Response(
+        orjson.dumps({"type": "error", "error": error}),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
 def on_vendor_route(request: Request) -> bool:
     """True for the vendor-shaped /v1 routes, whose callers are the vendors' SDKs."""
     return request.url.path.startswith("/v1/")
+
+
+def upstream_not_configured(exc: UpstreamNotConfiguredError) -> Response:
+    """The answer of a proxy route whose upstream has no URL: in the vendor's own error
+    shape (its SDK raises it as a BadRequestError naming the variable) and marked not to
+    be retried (`x-should-retry: false`, which both vendors' SDKs obey)."""
+    problem = PROBLEM_TYPES[UpstreamNotConfiguredError]
+    body = vendor_error_body(
+        exc.upstream, "invalid_request_error", str(exc), code="upstream_not_configured"
+    )
+    return Response(
+        orjson.dumps(body),
+        status_code=problem.status,
+        media_type="application/json",
+        headers={"x-should-retry": "false"},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +158,7 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
         400, "Invalid context management", "invalid-context-management"
     ),
     CompactionStateError: ProblemType(400, "Compaction state refused", "compaction-state-refused"),
+    CompactionRequestError: ProblemType(400, "Compaction refused", "compaction-refused"),
     InvalidSystemPromptError: ProblemType(
         422, "Invalid system prompt request", "invalid-system-prompt"
     ),
@@ -151,8 +184,9 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
     ),
     SummarizerTimeoutError: ProblemType(504, "Summarizer timed out", "summarizer-timeout"),
     CallerGoneError: ProblemType(499, "Client closed request", "client-closed"),
+    # 400, not 503: the SDKs retry 5xx (twice, by default) before the caller sees why.
     UpstreamNotConfiguredError: ProblemType(
-        503, "Upstream not configured", "upstream-not-configured"
+        400, "Upstream not configured", "upstream-not-configured"
     ),
     UpstreamError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
     UpstreamUnavailableError: ProblemType(502, "Upstream unavailable", "upstream-unavailable"),
@@ -205,6 +239,8 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_domain(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CompactorError)
+        if isinstance(exc, UpstreamNotConfiguredError):
+            return upstream_not_configured(exc)
         problem = problem_type_for(exc)
         if problem is INTERNAL_ERROR:
             log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)
@@ -213,6 +249,8 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail = f"{exc.provider} summarizer (model {exc.model or 'unknown'}): {exc}"
         else:
             detail = str(exc)
+        if isinstance(exc, CompactionRequestError) and on_vendor_route(request):
+            return vendor_coded_error(problem.status, detail, exc.code)
         return problem_response(
             problem.status, problem.title, detail, problem.slug, vendor=on_vendor_route(request)
         )

@@ -14,14 +14,19 @@ from typing import TypedDict
 import httpx
 
 from app.api.metrics import Metrics
-from app.engine.models import ModelRegistry
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
+from app.services.inspector.logins import InspectorLogins
+from app.services.model_catalog import ModelCatalog, UpstreamModelWindows
+from app.services.native.endpoints import VendorEndpoints
 from app.services.native.services import NativeServices
+from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.service import ProxyService
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.sessions.service import SessionService
+from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
+from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
 
@@ -30,7 +35,8 @@ from app.tokenizers.bpe import TokenizerRegistry
 class AppState:
     settings: Settings
     tokenizers: TokenizerRegistry
-    models: ModelRegistry
+    # The registry with the operator's aliases and policies, and the upstream's windows.
+    models: ModelCatalog
     estimation: EstimationService
     compaction: CompactionService
     # Closes the database pool at shutdown (the API never touches the database itself).
@@ -41,6 +47,12 @@ class AppState:
     # The proxy's summaries of resent history prefixes (SPEC §10), in the store.
     summary_cache: SummaryCache
     native: NativeServices
+    # The stateless /estimate and /compact use cases.
+    stateless: StatelessHistory
+    # The vendors' counting and standalone-compaction endpoints.
+    vendor_endpoints: VendorEndpoints
+    # The inspector's browser logins (SPEC §9), in the store.
+    ui_logins: InspectorLogins
     # Bearer key → tenant; empty means no authentication (loopback-only by default).
     api_keys: dict[str, str] = field(default_factory=dict)
     # The shared client of outbound model calls; None when nothing configured calls out.
@@ -48,6 +60,12 @@ class AppState:
     ready: bool = False
     # Proxy mode (SPEC §10): built in `running_state` around the shared upstream client.
     proxy: ProxyService | None = None
+    # Refreshes `models` from the upstreams' model lists (COMPACTOR_MODELS_FROM_UPSTREAM).
+    model_windows: UpstreamModelWindows | None = None
+    # Spans (SPEC §18); the null tracer unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    tracer: Tracer = field(default_factory=NullTracer)
+    # The inspector's recent stateless proxy decisions (in memory, per process).
+    recent_decisions: RecentDecisions = field(default_factory=RecentDecisions)
 
 
 class LifespanState(TypedDict):

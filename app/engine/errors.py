@@ -26,6 +26,7 @@ The whole tree (engine errors here; the services add theirs beside their use cas
     ├── UpstreamNotConfiguredError     (services.proxy) the route's upstream has no URL
     ├── InvalidContextManagementError  a vendor context_management field is wrong
     ├── CompactionStateError           a compaction block/item's state is refused
+    ├── CompactionRequestError         an on-demand compaction refused, with the vendor's code
     └── CallerGoneError                the caller disconnected; the work was abandoned
 
 Configuration problems found at start-up (`SummarizerConfigError`, `RanksFileError`, …)
@@ -105,6 +106,16 @@ class InvalidContextManagementError(CompactorError):
 class CompactionStateError(CompactorError):
     """A compaction block or item whose state this service did not write, or that was
     altered after it was written."""
+
+
+class CompactionRequestError(CompactorError):
+    """An on-demand compaction request (or a later request carrying its block) the
+    vendor would refuse: `code` is the vendor's error code (`compaction_block_misplaced`,
+    `compaction_signature_invalid`, …), which the vendors' SDKs branch on."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UpstreamError(CompactorError):

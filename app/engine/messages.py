@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.engine.tools import ToolSet
+
 
 class Role(StrEnum):
     SYSTEM = "system"
@@ -100,6 +102,6 @@ class Conversation:
     format: str
     system: tuple[Message, ...]
     messages: tuple[Message, ...]
-    tools: tuple[Any, ...] = ()
+    tools: ToolSet = field(default_factory=ToolSet)
     # Leading system messages inline in `messages` (OpenAI): how many there were.
     inline_system_count: int = 0

@@ -1,16 +1,41 @@
-"""Model registry: model name or prefix → window, output limit, encoding, thinking levels."""
+"""Model registry: model name or prefix → window, output limit, encoding, thinking levels.
+
+A name resolves, in this order: an operator's alias, the registry's snapshot pointer (a
+moving name such as `gpt-3.5-turbo` → the snapshot whose counting rules apply), an exact
+entry, an alias rule (gateway names: `openrouter/anthropic/claude-sonnet-4.5`,
+`us.anthropic.claude-sonnet-4-5-20250929-v1:0`, … rewritten to a name the registry
+knows), the longest matching prefix. The operator's per-model policy is then attached.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from fnmatch import translate
+from typing import Any, Protocol
 
 from app.engine.counting.images import ImageCostRule, ImageRuleKind
 from app.engine.counting.tools import DEFAULT_RENDERING, ToolsRendering
+from app.engine.model_policy import NO_POLICY, ModelPolicy, PolicyTable
 from app.engine.thinking import ThinkingLevel
 
 APPROXIMATE_ENCODING = "o200k_base"
+# Alias rules may rewrite a rewritten name again (gateway prefix, then a dotted version).
+_MAX_REWRITES = 8
+_RESOLVED_CACHE_ENTRIES = 4096
+
+
+class WindowSource(StrEnum):
+    """Where a context window came from (answers say it as `context_window_source`)."""
+
+    REQUEST = "request"  # the request's own context_window
+    CONFIG = "config"  # the operator's per-model policy (COMPACTOR_CONFIG)
+    UPSTREAM = "upstream"  # the upstream's published model list
+    REGISTRY = "registry"  # the model registry, by name or prefix
+    ALIAS = "alias"  # the registry, reached through an alias
+    FALLBACK = "fallback"  # nothing knows the model: COMPACTOR_FALLBACK_CONTEXT_WINDOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,28 +55,129 @@ class ModelInfo:
     image_rule: ImageCostRule | None = None
     # Correction applied to approximate counts (e.g. o200k for Claude); 1.0 = none.
     token_factor: float = 1.0
+    # False: nothing knows this name; the window is the request's or the fallback.
     known: bool = True
+    window_source: WindowSource = WindowSource.REGISTRY
+    # Other known tools layouts: where this model's layout is not confirmed for a request,
+    # the tools are counted under each and the largest count is taken (never under).
+    tools_upper_bounds: tuple[ToolsRendering, ...] = ()
+    # The operator's settings for this model (COMPACTOR_CONFIG `[models."pattern"]`).
+    policy: ModelPolicy = NO_POLICY
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedModel:
+    """What an upstream's model list says about one model name."""
+
+    name: str
+    context_window: int | None
+    max_output_tokens: int | None = None
+    # The model the name stands for, when the list says (LiteLLM's litellm_params.model).
+    underlying: str | None = None
+
+
+class ModelLookup(Protocol):
+    """What counting needs of a registry: a name's entry and the unknown-model window."""
+
+    @property
+    def fallback_window(self) -> int: ...
+
+    def resolve(self, model: str | None) -> ModelInfo: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AliasRule:
+    """A name pattern (a full-match regex) and the name it stands for (`\\1` groups)."""
+
+    pattern: re.Pattern[str]
+    to: str
+
+    def apply(self, name: str) -> str | None:
+        """The name `name` stands for, or None when the rule does not match it."""
+        match = self.pattern.fullmatch(name)
+        return match.expand(self.to) if match else None
+
+    @classmethod
+    def compile(cls, pattern: str, to: str, where: str = "alias rule") -> AliasRule:
+        """A rule from registry data; raises ValueError for a bad regex or template."""
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{where} {pattern!r} is not a regular expression: {exc}") from None
+        groups = [int(g) for g in re.findall(r"\\(\d+)", to)]
+        if any(g > compiled.groups for g in groups):
+            raise ValueError(f"{where} {pattern!r}: {to!r} names a group the pattern lacks")
+        return cls(compiled, to)
+
+    @classmethod
+    def named(cls, name: str, to: str) -> AliasRule:
+        """An operator's alias: an exact name, or a glob (`my-claude-*`) when it has one."""
+        if any(c in name for c in "*?["):
+            return cls(re.compile(translate(name), re.IGNORECASE), to)
+        return cls(re.compile(re.escape(name), re.IGNORECASE), to)
 
 
 class ModelRegistry:
-    """Resolves a model name: exact entry first, then the longest matching prefix."""
+    """Resolves a model name (see the module docstring for the order) to its entry."""
 
-    def __init__(self, entries: Iterable[ModelInfo], fallback_window: int) -> None:
+    def __init__(
+        self,
+        entries: Iterable[ModelInfo],
+        fallback_window: int,
+        *,
+        snapshots: Mapping[str, str] | None = None,
+        alias_rules: Sequence[AliasRule] = (),
+        aliases: Sequence[AliasRule] = (),
+        policies: PolicyTable | None = None,
+    ) -> None:
         self._entries = {e.name: e for e in entries}
         # Longest prefix first, so `gpt-4o-mini` wins over `gpt-4o` and `gpt-4`.
         self._prefixes = sorted(self._entries, key=len, reverse=True)
+        self._snapshots = dict(snapshots or {})
+        self._operator_aliases = tuple(aliases)
+        self._alias_rules = tuple(alias_rules)
+        self._policies = policies or PolicyTable()
+        self._resolved: dict[str | None, ModelInfo] = {}
         self.fallback_window = fallback_window
 
     def resolve(self, model: str | None) -> ModelInfo:
-        """The entry for `model`, or an unknown-model entry with the fallback window."""
-        if model:
-            found = self._entries.get(model)
-            if found is None:
-                found = next(
-                    (self._entries[p] for p in self._prefixes if model.startswith(p)), None
-                )
-            if found is not None:
-                return found
+        """The entry for `model` with its policy, or an unknown-model entry."""
+        cached = self._resolved.get(model)
+        if cached is not None:
+            return cached
+        found = self._find(model, 0) if model else None
+        if found is None and model and model != model.lower():
+            found = self._find(model.lower(), 0)
+        info = self._with_policy(model, found or self._unknown(model))
+        if len(self._resolved) >= _RESOLVED_CACHE_ENTRIES:
+            self._resolved.clear()  # request-chosen names: bounded, never a leak
+        self._resolved[model] = info
+        return info
+
+    def _find(self, name: str, depth: int) -> ModelInfo | None:
+        if depth > _MAX_REWRITES:
+            return None
+        for rule in self._operator_aliases:
+            target = rule.apply(name)
+            if target is not None and target != name:
+                hit = self._find(target, depth + 1)
+                if hit is not None:
+                    return _through_alias(hit)
+        snapshot = self._snapshots.get(name)
+        if snapshot is not None and snapshot in self._entries:
+            return self._entries[snapshot]
+        exact = self._entries.get(name)
+        if exact is not None:
+            return exact
+        for rule in self._alias_rules:
+            target = rule.apply(name)
+            if target is not None and target != name:
+                hit = self._find(target, depth + 1)
+                if hit is not None:
+                    return _through_alias(hit)
+        return next((self._entries[p] for p in self._prefixes if name.startswith(p)), None)
+
+    def _unknown(self, model: str | None) -> ModelInfo:
         return ModelInfo(
             name=model or "",
             provider="unknown",
@@ -60,10 +186,32 @@ class ModelRegistry:
             encoding=APPROXIMATE_ENCODING,
             exact=False,
             known=False,
+            window_source=WindowSource.FALLBACK,
         )
+
+    def _with_policy(self, requested: str | None, info: ModelInfo) -> ModelInfo:
+        if not self._policies:
+            return info
+        policy = self._policies.policy_for(requested, info.name)
+        if policy is NO_POLICY:
+            return info
+        if policy.context_window is not None:
+            info = replace(
+                info,
+                context_window=policy.context_window,
+                window_source=WindowSource.CONFIG,
+                known=True,
+            )
+        return replace(info, policy=policy)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _through_alias(info: ModelInfo) -> ModelInfo:
+    if info.window_source is WindowSource.REGISTRY:
+        return replace(info, window_source=WindowSource.ALIAS)
+    return info
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +244,16 @@ def image_rule_from_mapping(name: str, data: Mapping[str, Any]) -> ImageCostRule
         kinds = ", ".join(k.value for k in ImageRuleKind)
         raise ValueError(f"image rule {name!r}: kind must be one of {kinds}") from None
     numbers: dict[str, Any] = {}
-    for key in ("base", "per_tile", "max_patches", "divisor", "max_long_edge", "max_pixels"):
+    for key in (
+        "base",
+        "per_tile",
+        "max_patches",
+        "divisor",
+        "max_long_edge",
+        "max_pixels",
+        "tile_size",
+        "small_edge",
+    ):
         if key in data:
             value = data[key]
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

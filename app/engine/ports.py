@@ -41,22 +41,50 @@ class SummarizerInfo:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
-    """One summary call. LLM summarizers send `system_prompt` + `prompt`; the extractive
-    summarizer reads `messages` and `previous_summary` directly."""
+    """One summary call. LLM summarizers send `system_prompt`, then `prompt_parts` in
+    order; the extractive summarizer reads `messages` and `previous_summary` directly.
+
+    Built for the provider's prompt cache (SPEC §15): `system_prompt` is the same bytes on
+    every call; the first `stable_parts` of `prompt_parts` (the previous summary) may be
+    resent unchanged by a later call, the rest (the new conversation) is new each time.
+    `cache_key` groups calls that share that prefix (OpenAI's `prompt_cache_key`).
+    """
 
     system_prompt: str
-    prompt: str
+    prompt_parts: tuple[str, ...]
     messages: tuple[Message, ...]
     previous_summary: str | None
     instructions: str | None
     max_output_tokens: int
     thinking: ThinkingLevel
+    stable_parts: int = 0
+    cache_key: str | None = None
+
+    @property
+    def prompt(self) -> str:
+        """The whole user turn as one text."""
+        return "\n\n".join(self.prompt_parts)
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryUsage:
+    """What a summary call cost, as the provider reported it. `input_tokens` counts every
+    prompt token, cached or not; the cache fields say how many of them were read from or
+    written to the provider's prompt cache."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def plus(self, other: SummaryUsage) -> SummaryUsage:
+        """Both calls' usage together."""
+        return SummaryUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)

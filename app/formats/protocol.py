@@ -7,12 +7,13 @@ and back. Engine and services only ever see this Protocol (through the registry 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from app.engine.clearing import ClearedToolUse
 from app.engine.counting.accounting import CountingDialect
 from app.engine.messages import Conversation, Message
+from app.engine.tools import ToolSet
 
 
 class WireFormat(Protocol):
@@ -34,9 +35,19 @@ class WireFormat(Protocol):
         ...
 
     def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
     ) -> Conversation:
-        """A whole request: system prompt, messages and tools."""
+        """A whole request: system prompt, messages and (normalized) tools."""
+        ...
+
+    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+        """The request's tool definitions and tool choice: `tools` as sent, and the
+        request's other tool fields (`fields`, e.g. legacy `functions`, `tool_choice`)."""
+        ...
+
+    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
+        """The request's first system text (top-level or the first inline system
+        message), None when it has none."""
         ...
 
     def parse_message(self, raw: Any, where: str) -> Message:

@@ -3,20 +3,25 @@
 One call per attempt: `POST {provider base URL}/v1/messages` with the instruction as `system`, one
 user message with the prompt, `max_tokens` = the output budget, and extended thinking with
 a budget below `max_tokens` unless the level is `off`.
+
+The call is cacheable (SPEC §15): a `cache_control` breakpoint (1 hour) ends the system
+prompt, the same on every call, and another (5 minutes) the previous summary when there
+is one, so the fixed instructions are written to Anthropic's prompt cache once and read on
+later calls. The usage reported comes back with its cache reads and writes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-import httpx
 from pydantic import BaseModel
 
 from app.engine.errors import SummarizerRejectedError
-from app.engine.models import ModelInfo
-from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.ports import SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.http_summarizer import HttpSummarizer
 from app.providers.provider import Provider
 
 API_VERSION = "2023-06-01"
@@ -29,6 +34,13 @@ THINKING_BUDGETS: dict[ThinkingLevel, int] = {
     ThinkingLevel.MEDIUM: 8192,
     ThinkingLevel.HIGH: 16384,
 }
+# The fixed instructions are cached for an hour: one session's summaries come many
+# minutes apart, past the 5-minute default, and a 1-hour write (2x) pays for itself from
+# the first read (0.1x) — with one session, and more so with many sharing the prefix.
+INSTRUCTIONS_CACHE: dict[str, str] = {"type": "ephemeral", "ttl": "1h"}
+# The previous summary is resent only by a retry or a second fold of the same base,
+# right away: the default 5 minutes (1.25x). Longer TTLs must come first, as here.
+SUMMARY_CACHE: dict[str, str] = {"type": "ephemeral"}
 # Both mean the output stopped at a limit before the summary was finished.
 _TRUNCATED_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
 
@@ -64,44 +76,36 @@ class MessagesAnswer(BaseModel):
     usage: _Usage | None = None
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(HttpSummarizer):
     """Summarizer over the Anthropic Messages API."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        model: str,
-        entry: ModelInfo,
-        provider: Provider,
-        timeout_seconds: float = 120.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        # Accept a base URL given with or without the version segment.
-        path = "messages" if provider.base_url.rstrip("/").endswith("/v1") else "v1/messages"
-        self._client = client
-        self._retry = retry or RetryPolicy()
-        self._info = registry_info(provider.name, model, entry)
-        self._endpoint = provider.endpoint(
-            path,
-            model=model,
-            timeout_seconds=timeout_seconds,
-            # The protocol's version, not the endpoint's: it belongs to the wire.
-            headers={"anthropic-version": API_VERSION},
-        )
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({"anthropic-version": API_VERSION})
 
-    @property
-    def info(self) -> SummarizerInfo:
-        return self._info
+    def path(self, provider: Provider) -> str:
+        # Accept a base URL given with or without the version segment.
+        return "messages" if provider.base_url.rstrip("/").endswith("/v1") else "v1/messages"
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The Messages API body of one attempt."""
+        content: list[dict[str, Any]] = []
+        for index, part in enumerate(request.prompt_parts):
+            block: dict[str, Any] = {"type": "text", "text": part}
+            if index == request.stable_parts - 1:
+                block["cache_control"] = dict(SUMMARY_CACHE)
+            content.append(block)
         body: dict[str, Any] = {
             "model": self._info.model,
             "max_tokens": request.max_output_tokens,
-            "system": request.system_prompt,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": "user", "content": content}],
         }
+        if request.system_prompt:
+            body["system"] = [
+                {
+                    "type": "text",
+                    "text": request.system_prompt,
+                    "cache_control": dict(INSTRUCTIONS_CACHE),
+                }
+            ]
         budget = thinking_budget(request.thinking, request.max_output_tokens)
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
@@ -109,9 +113,7 @@ class AnthropicSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One attempt; `stop_reason: max_tokens` comes back as `truncated`."""
-        answer = await post_json(
-            self._client, self._endpoint, self.payload(request), MessagesAnswer, self._retry
-        )
+        answer = await self._post(self.payload(request), MessagesAnswer)
         if answer.stop_reason == "refusal":
             raise self._endpoint.error(SummarizerRejectedError, "the model refused to summarize")
         texts: list[str] = []
@@ -126,16 +128,16 @@ class AnthropicSummarizer:
                 )
             texts.append(block.text)
         usage = answer.usage or _Usage()
-        prompt_tokens = (
-            usage.input_tokens
-            + (usage.cache_creation_input_tokens or 0)
-            + (usage.cache_read_input_tokens or 0)
-        )
+        read = usage.cache_read_input_tokens or 0
+        written = usage.cache_creation_input_tokens or 0
         sent_thinking = thinking_budget(request.thinking, request.max_output_tokens) is not None
         return SummaryResult(
             text="".join(texts),
             truncated=answer.stop_reason in _TRUNCATED_STOPS,
-            usage=SummaryUsage(prompt_tokens, usage.output_tokens),
+            # Anthropic's input_tokens is only the uncached part: the prompt is all three.
+            usage=SummaryUsage(
+                usage.input_tokens + read + written, usage.output_tokens, read, written
+            ),
             # A budget too small for thinking sent none: report that, not the level asked.
             thinking=None if sent_thinking else ThinkingLevel.OFF,
         )

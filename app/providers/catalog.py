@@ -45,6 +45,11 @@ class ProviderSpec:
     # Azure: calls go to {base}/openai/deployments/{deployment} with ?api-version=.
     deployments: bool = False
     default_api_version: str | None = None
+    # What a base URL looks like, for the error that asks for one.
+    base_url_example: str = "http://HOST/v1"
+    # Takes `prompt_cache_key` (OpenAI's routing hint for its prompt cache). Off where a
+    # server may refuse fields it does not know (Azure answers 400 to unknown arguments).
+    prompt_cache_key: bool = False
 
     def needs_key(self, base_url: str) -> bool:
         """True when calls to `base_url` cannot work without an API key."""
@@ -79,6 +84,7 @@ class ProviderSpec:
             api_key=api_key or None,
             headers=dict(self.headers),
             query=query,
+            prompt_cache_key=self.prompt_cache_key,
         )
 
 
@@ -88,6 +94,7 @@ _SPECS = (
         Wire.CHAT_COMPLETIONS,
         "https://api.openai.com/v1",
         key_required=True,
+        prompt_cache_key=True,
     ),
     ProviderSpec(
         "azure",
@@ -97,6 +104,7 @@ _SPECS = (
         key_required=True,
         deployments=True,
         default_api_version="2024-10-21",
+        base_url_example="https://RESOURCE.openai.azure.com",
     ),
     ProviderSpec(
         "openrouter",
@@ -107,7 +115,15 @@ _SPECS = (
         headers={"x-title": "context-compactor"},
     ),
     ProviderSpec("ollama", Wire.CHAT_COMPLETIONS, "http://localhost:11434/v1"),
-    ProviderSpec("vllm", Wire.CHAT_COMPLETIONS, "http://localhost:8000/v1"),
+    # No default: vLLM's own default port, 8000, is this service's too, so a default of
+    # localhost:8000 would have the service summarize by calling itself.
+    ProviderSpec(
+        "vllm",
+        Wire.CHAT_COMPLETIONS,
+        None,
+        base_url_example="http://VLLM-HOST:8000/v1 (vLLM's default port, 8000, is also "
+        "this service's: run vLLM on another host or port)",
+    ),
     ProviderSpec("openai-compatible", Wire.CHAT_COMPLETIONS, None),
     ProviderSpec(
         "anthropic",

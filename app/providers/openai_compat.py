@@ -2,6 +2,11 @@
 
 One call per attempt: `POST {provider base URL}/chat/completions` with the system instruction and
 the prompt, no tools, the output budget, and `reasoning_effort` when thinking is on.
+
+The call is cacheable (SPEC §15): it starts with the same system message every time, which
+OpenAI caches on its own; providers that take a `prompt_cache_key` (OpenAI) get the
+request's stable key, so every summary call reaches the cache holding that prefix. The
+cached tokens the provider reports come back in the usage.
 """
 
 from __future__ import annotations
@@ -9,14 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field
 
 from app.engine.errors import SummarizerRejectedError
-from app.engine.models import ModelInfo
-from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.ports import SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.http_summarizer import HttpSummarizer
 from app.providers.provider import Provider
 
 # OpenAI's reasoning families refuse `max_tokens`; they take `max_completion_tokens`.
@@ -35,10 +38,17 @@ class _Choice(BaseModel):
     finish_reason: str | None = None
 
 
+class _PromptDetails(BaseModel):
+    cached_tokens: int | None = None
+    # Reported by models that bill cache writes (GPT-5.6 and later).
+    cache_write_tokens: int | None = None
+
+
 class _Usage(BaseModel):
     # Some compatible servers send nulls here; usage is a report, not worth failing over.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
 
 
 class ChatCompletion(BaseModel):
@@ -54,30 +64,12 @@ def budget_field(model: str) -> str:
     return "max_completion_tokens" if _REASONING_FAMILY.match(name) else "max_tokens"
 
 
-class OpenAICompatibleSummarizer:
+class OpenAICompatibleSummarizer(HttpSummarizer):
     """Summarizer over any server that speaks OpenAI Chat Completions; where it is and
     how it authenticates is the `provider`'s business."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        model: str,
-        entry: ModelInfo,
-        provider: Provider,
-        timeout_seconds: float = 120.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self._client = client
-        self._retry = retry or RetryPolicy()
-        self._info = registry_info(provider.name, model, entry)
-        self._endpoint = provider.endpoint(
-            "chat/completions", model=model, timeout_seconds=timeout_seconds
-        )
-
-    @property
-    def info(self) -> SummarizerInfo:
-        return self._info
+    def path(self, provider: Provider) -> str:
+        return "chat/completions"
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The Chat Completions body of one attempt."""
@@ -90,15 +82,15 @@ class OpenAICompatibleSummarizer:
             budget_field(self._info.model): request.max_output_tokens,
             "stream": False,
         }
+        if self._provider.prompt_cache_key and request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if request.thinking is not ThinkingLevel.OFF:
             body["reasoning_effort"] = request.thinking.value
         return body
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One attempt; `finish_reason: length` comes back as `truncated`."""
-        answer = await post_json(
-            self._client, self._endpoint, self.payload(request), ChatCompletion, self._retry
-        )
+        answer = await self._post(self.payload(request), ChatCompletion)
         choice = answer.choices[0]
         text = choice.message.content or ""
         if choice.finish_reason == "content_filter":
@@ -110,8 +102,15 @@ class OpenAICompatibleSummarizer:
                 SummarizerRejectedError, f"the model refused: {choice.message.refusal}"
             )
         usage = answer.usage or _Usage()
+        details = usage.prompt_tokens_details or _PromptDetails()
         return SummaryResult(
             text=_LEADING_THINK.sub("", text, count=1),
             truncated=choice.finish_reason == "length",
-            usage=SummaryUsage(usage.prompt_tokens or 0, usage.completion_tokens or 0),
+            # OpenAI's prompt_tokens already includes the cached ones.
+            usage=SummaryUsage(
+                usage.prompt_tokens or 0,
+                usage.completion_tokens or 0,
+                details.cached_tokens or 0,
+                details.cache_write_tokens or 0,
+            ),
         )

@@ -44,6 +44,8 @@ class Provider:
     headers: Mapping[str, str] = field(default_factory=dict)
     # Sent with every call, e.g. Azure's `api-version`.
     query: Mapping[str, str] = field(default_factory=dict)
+    # The endpoint takes OpenAI's `prompt_cache_key` (others may refuse unknown fields).
+    prompt_cache_key: bool = False
 
     def endpoint(
         self,

@@ -5,8 +5,8 @@ model's work)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -59,17 +59,23 @@ class UpstreamAnswer:
     _response: httpx.Response
 
     @property
+    def length(self) -> str | None:
+        """The upstream's Content-Length when the body is relayed as sent (no encoding
+        httpx undoes), so a relayed download keeps its size; None otherwise."""
+        headers = self._response.headers
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        length = headers.get("content-length")
+        return length if encoding == "identity" and length and length.isdigit() else None
+
+    @property
     def is_event_stream(self) -> bool:
         return self.content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
 
     async def read(self) -> bytes:
         """The whole (decoded) body; closes the connection."""
         try:
-            return await self._response.aread()
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+            with _reading_errors():
+                return await self._response.aread()
         finally:
             await self._response.aclose()
 
@@ -77,17 +83,25 @@ class UpstreamAnswer:
         """The (decoded) body as the upstream sends it; closes the connection at the end
         or when the reader stops early."""
         try:
-            async for chunk in self._response.aiter_bytes():
-                yield chunk
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+            with _reading_errors():
+                async for chunk in self._response.aiter_bytes():
+                    yield chunk
         finally:
             await self._response.aclose()
 
     async def close(self) -> None:
         await self._response.aclose()
+
+
+@contextmanager
+def _reading_errors() -> Iterator[None]:
+    """A failure while an answer is read, as the engine's upstream errors."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
 
 
 class UpstreamClient:
@@ -101,12 +115,20 @@ class UpstreamClient:
         method: str,
         url: str,
         headers: Sequence[tuple[str, str]],
-        body: bytes | None,
+        body: bytes | AsyncIterable[bytes] | None,
         query: str = "",
+        *,
+        content_length: int | None = None,
     ) -> UpstreamAnswer:
-        """Sends the request and returns once the answer's status and headers arrived."""
+        """Sends the request and returns once the answer's status and headers arrived.
+
+        A body given as chunks is sent as they come (never held whole); with the caller's
+        `content_length` it goes with that length, else chunked."""
+        sent = forwardable(headers)
+        if content_length is not None and not isinstance(body, bytes):
+            sent.append(("content-length", str(content_length)))
         request = self._client.build_request(
-            method, url + (f"?{query}" if query else ""), headers=forwardable(headers), content=body
+            method, url + (f"?{query}" if query else ""), headers=sent, content=body
         )
         # Errors name the upstream by host only: its configured URL may carry a user and
         # password, and the caller has no business knowing the internal address anyway.

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from app.engine.clearing import ClearedToolUse
-from app.engine.compaction.fidelity import FinishedSummary, finish_summary
+from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
     CompactionPlan,
@@ -19,6 +19,7 @@ from app.engine.compaction.orchestration import (
     plan_compaction,
     summarize_plan,
 )
+from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep
 from app.engine.compaction.thresholds import summary_output_budget
 from app.engine.errors import (
     CallerGoneError,
@@ -28,36 +29,18 @@ from app.engine.errors import (
 )
 from app.engine.ports import CallerGone, Summarizer
 from app.engine.thinking import ThinkingLevel, clamp_level
-from app.services.clearing import ClearedHistory, clear_history, clearing_trigger
+from app.services.clearing import ClearedHistory, clear_history
+from app.services.compaction_log import log_compaction
+from app.services.compaction_outcome import CompactionOutcome
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.strategies.protocol import CompactionJob
+from app.services.strategies.registry import STRATEGIES, strategy_for
+from app.services.tracing import NullTracer, Span, Tracer
+
+__all__ = ["CompactionObserver", "CompactionOutcome", "CompactionService", "NullObserver"]
 
 T = TypeVar("T")
-SUMMARIZE = "summarize"
-CLEAR_TOOL_RESULTS = "clear_tool_results"
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What /compact answers; `plan`/`summary` are None when nothing was compacted."""
-
-    counted: CountedHistory
-    compacted: bool
-    reason: str | None = None
-    plan: CompactionPlan | None = None
-    summary: SummaryOutcome | None = None
-    messages: list[Any] | None = None
-    tokens_after: int | None = None
-    summarizer: Summarizer | None = None
-    # The strategy asked for, and the steps it applied: clear_tool_results, summarize.
-    strategy: str = SUMMARIZE
-    applied: tuple[str, ...] = ()
-    finished: FinishedSummary | None = None
-    cleared: tuple[ClearedToolUse, ...] = ()
-
-    @property
-    def tokens_before(self) -> int:
-        return self.counted.estimate.tokens
 
 
 class CompactionObserver(Protocol):
@@ -95,23 +78,61 @@ class CompactionService:
         default_thinking: ThinkingLevel = ThinkingLevel.OFF,
         marker: SummaryMarker | None = None,
         observer: CompactionObserver | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.estimation = estimation
         self.summarizer = summarizer
         self.default_thinking = default_thinking
         self.marker = marker or SummaryMarker()
         self.observer: CompactionObserver = observer or NullObserver()
+        self.tracer: Tracer = tracer or NullTracer()
 
     async def compact(
         self,
         history: HistoryInput,
         options: CompactOptions,
         caller_gone: CallerGone = lambda: False,
+        counted: CountedHistory | None = None,
     ) -> CompactionOutcome:
-        """Compacts when over the threshold (or forced); never returns a partial result."""
+        """Compacts when over the threshold (or forced); never returns a partial result.
+
+        `counted` is `history` already counted (the caller decided on it): not counted
+        again. A compaction that changed the history writes one log line (compaction_log)."""
+        started = time.perf_counter()
+        attributes = {"compactor.trigger": options.trigger}
+        with self.tracer.span("compaction", attributes=attributes) as span:
+            outcome = await self._observed(history, options, caller_gone, counted)
+            _describe(span, outcome)
+        if outcome.compacted:
+            info = self.summarizer.info
+            log_compaction(
+                outcome.counted,
+                tokens_after=outcome.tokens_after,
+                trigger=options.trigger,
+                strategy=outcome.strategy,
+                applied=outcome.applied,
+                summarizer=f"{info.provider}/{info.model}",
+                duration_ms=(time.perf_counter() - started) * 1000,
+                subject=options.subject,
+                summarized_messages=len(outcome.plan.to_summarize) if outcome.plan else None,
+            )
+        return outcome
+
+    async def _observed(
+        self,
+        history: HistoryInput,
+        options: CompactOptions,
+        caller_gone: CallerGone,
+        counted: CountedHistory | None,
+    ) -> CompactionOutcome:
         provider = self.summarizer.info.provider
         try:
-            outcome = await self._compact(history, options, caller_gone)
+            # Planning and clearing read the normalized messages; a caller's counts stay,
+            # with the settings of `history` (a caller may have changed keep-recent).
+            counted = await _off_loop(self.estimation.parsed, history, counted)
+            name = strategy_for(options.strategy, counted)
+            job = CompactionJob(history, counted, replace(options, strategy=name), caller_gone)
+            outcome = await STRATEGIES.get(name).compact(self, job)
         except SummarizerError as exc:
             self.observer.summarizer_failed(provider, type(exc).__name__)
             self.observer.summarizer_attempts(provider, 1, ok=False)
@@ -137,97 +158,41 @@ class CompactionService:
         )
         return outcome
 
-    async def _compact(
-        self,
-        history: HistoryInput,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        counted = await _off_loop(self.estimation.count, history, parse_all=True)
-        if options.strategy == SUMMARIZE:
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        return await self._clear_first(history, counted, options, caller_gone)
+    async def summarize_if_due(self, job: CompactionJob) -> CompactionOutcome:
+        """Summarizes when over the threshold (or forced); else not compacted."""
+        if not job.options.force and not job.counted.should_compact:
+            return self.not_compacted(job, _under_threshold(job.counted))
+        return await self.summarize(job, job.counted)
 
-    async def _summarize_if_due(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        if not options.force and not counted.should_compact:
-            return self._not_compacted(counted, options, _under_threshold(counted))
-        return await self._summarize(history, counted, counted, options, caller_gone)
-
-    async def _clear_first(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """clear_tool_results; and auto: clear first, summarize only if still over."""
-        trigger = clearing_trigger(counted, options.clear)
-        clears_only = options.strategy == CLEAR_TOOL_RESULTS
-        if not options.force and counted.estimate.tokens <= trigger:
-            if clears_only:
-                reason = (
-                    f"under the clearing trigger: {counted.estimate.tokens} tokens is not above "
-                    f"{trigger}; pass force=true to clear anyway"
-                )
-                return self._not_compacted(counted, options, reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        cleared = await _off_loop(clear_history, self.estimation, history, counted, options.clear)
-        if cleared.history is None or cleared.counted is None:
-            if clears_only:
-                return self._not_compacted(counted, options, cleared.plan.reason)
-            return await self._summarize_if_due(history, counted, options, caller_gone)
-        outcome = self._cleared(counted, cleared, options)
-        if clears_only or not cleared.counted.should_compact:
-            return outcome
-        try:
-            summarized = await self._summarize(
-                cleared.history, cleared.counted, counted, options, caller_gone
-            )
-        except IneffectiveCompactionError:
-            summarized = outcome
-        if not summarized.compacted or summarized.plan is None:
-            # Clearing alone shrank the history, and a summary could not add to it.
-            return outcome
-        return replace(summarized, applied=(CLEAR_TOOL_RESULTS, SUMMARIZE), cleared=outcome.cleared)
-
-    def _not_compacted(
-        self, counted: CountedHistory, options: CompactOptions, reason: str | None
-    ) -> CompactionOutcome:
-        return CompactionOutcome(
-            counted=counted, compacted=False, reason=reason, strategy=options.strategy
+    async def clear(self, job: CompactionJob) -> ClearedHistory:
+        """Plans (and when it clears anything, applies and counts) tool-result clearing."""
+        return await _off_loop(
+            clear_history, self.estimation, job.history, job.counted, job.options.clear
         )
 
-    def _cleared(
-        self, counted: CountedHistory, cleared: ClearedHistory, options: CompactOptions
-    ) -> CompactionOutcome:
+    def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
+        """The outcome that leaves the history as it is, and why."""
+        return _left_as_is(job.counted, job.options, reason)
+
+    def cleared(self, job: CompactionJob, cleared: ClearedHistory) -> CompactionOutcome:
+        """The outcome of a clearing that cleared something (refused if it grew)."""
         assert cleared.history is not None and cleared.counted is not None
         tokens_after = cleared.counted.estimate.tokens
-        _refuse_growth(counted, tokens_after, "clearing tool results")
+        _refuse_growth(job.counted, tokens_after, "clearing tool results")
         return CompactionOutcome(
-            counted=counted,
+            counted=job.counted,
             compacted=True,
             messages=list(cleared.history.messages),
             tokens_after=tokens_after,
-            strategy=options.strategy,
-            applied=(CLEAR_TOOL_RESULTS,),
+            strategy=job.options.strategy or DEFAULT_STRATEGY,
+            applied=(CompactionStep.CLEAR_TOOL_RESULTS,),
             cleared=cleared.plan.cleared,
+            counted_after=cleared.counted,
         )
 
-    async def _summarize(
-        self,
-        history: HistoryInput,
-        counted: CountedHistory,
-        original: CountedHistory,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-    ) -> CompactionOutcome:
-        """Summarizes `history` (counted as `counted`); `original` is what the caller sent."""
+    async def summarize(self, job: CompactionJob, original: CountedHistory) -> CompactionOutcome:
+        """Summarizes the job's history; `original` is the count of what the caller sent."""
+        history, counted, options = job.history, job.counted, job.options
         conversation = counted.conversation
         assert conversation is not None
         try:
@@ -240,10 +205,10 @@ class CompactionService:
                 self.marker,
             )
         except NothingToCompactError as exc:
-            return self._not_compacted(original, options, str(exc))
+            return _left_as_is(original, options, str(exc))
         skip = options.skip_summary(plan) if options.skip_summary is not None else None
         if skip is not None:
-            return self._not_compacted(original, options, skip)
+            return _left_as_is(original, options, skip)
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -256,18 +221,20 @@ class CompactionService:
                 instructions=options.instructions,
             ),
             counted.choice.tokenizer,
-            caller_gone,
+            job.caller_gone,
         )
         finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
         summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
         raws = list(history.messages)
-        new_messages = [
-            *raws[: counted.inline_system_count],
-            summary_raw,
-            *raws[plan.cut_index :],
-        ]
-        tokens_after = await _off_loop(self.tokens_after, counted, plan, summary_raw)
+        inline = counted.inline_system_count
+        new_messages = [*raws[:inline], summary_raw, *raws[plan.cut_index :]]
+        # The kept messages keep their counts; only the summary is counted.
+        summary_message = counted.wire.parse_message(summary_raw, "summary")
+        after = await _off_loop(
+            self.estimation.replaced, counted, inline, plan.cut_index, [summary_message]
+        )
+        tokens_after = after.estimate.tokens
         _refuse_growth(counted, tokens_after, f"the summary of {len(plan.to_summarize)} messages")
         return CompactionOutcome(
             counted=original,
@@ -277,10 +244,57 @@ class CompactionService:
             messages=new_messages,
             tokens_after=tokens_after,
             summarizer=self.summarizer,
-            strategy=options.strategy,
-            applied=(SUMMARIZE,),
+            strategy=options.strategy or DEFAULT_STRATEGY,
+            applied=(CompactionStep.SUMMARIZE,),
             finished=finished,
+            counted_after=after,
         )
+
+    async def summarize_all(
+        self,
+        history: HistoryInput,
+        instructions: str | None,
+        caller_gone: CallerGone = lambda: False,
+    ) -> SummaryOutcome:
+        """One summary of every message of `history` after its inline system prompt (a
+        previous summary there is updated), keeping none verbatim: an on-demand
+        compaction, whose caller decides what to send after it. NothingToCompactError
+        when there is nothing but the system prompt and a previous summary."""
+        counted = await _off_loop(self.estimation.parsed, history, None)
+        conversation = counted.conversation
+        assert conversation is not None
+        messages = conversation.messages
+        start = counted.inline_system_count
+        previous = self.marker.previous_summary(messages[start]) if len(messages) > start else None
+        if previous is not None:
+            start += 1
+        if start >= len(messages):
+            raise NothingToCompactError("nothing to summarize: the history holds no message")
+        plan = CompactionPlan(
+            first_summarized=start,
+            cut_index=len(messages),
+            previous_summary=previous,
+            to_summarize=tuple(messages[start:]),
+            kept=(),
+        )
+        options = SummaryOptions(
+            output_budget=summary_output_budget(
+                counted.settings.reserve_tokens, self.summarizer.info.max_output_tokens
+            ),
+            thinking=self.starting_level(None),
+            instructions=instructions,
+        )
+        provider = self.summarizer.info.provider
+        try:
+            summary = await summarize_plan(
+                plan, self.summarizer, options, counted.choice.tokenizer, caller_gone
+            )
+        except SummarizerError as exc:
+            self.observer.summarizer_failed(provider, type(exc).__name__)
+            raise
+        self.observer.summarizer_attempts(provider, summary.attempts, ok=True)
+        finished = await _off_loop(finish_summary, summary.summary, plan, ())
+        return replace(summary, summary=finished.text)
 
     def starting_level(self, requested: ThinkingLevel | None) -> ThinkingLevel:
         """The caller's level (or the configured default), limited to what the model has."""
@@ -288,25 +302,30 @@ class CompactionService:
         supported = self.summarizer.info.thinking_levels
         return clamp_level(level, supported) if supported else ThinkingLevel.OFF
 
-    def tokens_after(self, counted: CountedHistory, plan: CompactionPlan, summary_raw: Any) -> int:
-        """Estimate of the new history (no usage anchor: the old reports are stale)."""
-        summary_message = counted.wire.parse_message(summary_raw, "summary")
-        summary_tokens = self.estimation.count_new_messages([summary_message], counted.choice)[0]
-        per = counted.per_message
-        return (
-            counted.system_tokens
-            + sum(per[: counted.inline_system_count])
-            + counted.tools_tokens
-            + summary_tokens
-            + sum(per[plan.cut_index :])
-            + counted.reply_priming
-        )
+
+def _describe(span: Span, outcome: CompactionOutcome) -> None:
+    span.set_attribute("compactor.compacted", outcome.compacted)
+    span.set_attribute("compactor.tokens_before", outcome.tokens_before)
+    if outcome.tokens_after is not None:
+        span.set_attribute("compactor.tokens_after", outcome.tokens_after)
+    span.set_attribute("compactor.strategy", outcome.strategy)
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """CPU-bound steps (counting, planning, clearing) run in a worker thread, so a large
     history does not stall every other request on the event loop (/healthz included)."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+def _left_as_is(
+    counted: CountedHistory, options: CompactOptions, reason: str | None
+) -> CompactionOutcome:
+    return CompactionOutcome(
+        counted=counted,
+        compacted=False,
+        reason=reason,
+        strategy=options.strategy or DEFAULT_STRATEGY,
+    )
 
 
 def _under_threshold(counted: CountedHistory) -> str:

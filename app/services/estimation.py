@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from operator import or_
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import orjson
 
 from app.engine.compaction.thresholds import (
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
+    DEFAULT_TRIGGER_RATIO,
     CompactionSettings,
     compaction_threshold,
     should_compact,
@@ -30,16 +31,20 @@ from app.engine.counting.count_cache import TokenCountCache
 from app.engine.counting.estimate import ContextEstimate, estimate_context
 from app.engine.errors import InvalidHistoryError
 from app.engine.messages import Conversation, Message
-from app.engine.models import ModelInfo, ModelRegistry
+from app.engine.model_policy import ModelPolicy
+from app.engine.models import ModelInfo, ModelLookup, WindowSource
 from app.engine.ports import Tokenizer
+from app.engine.tools import ToolSet
 from app.formats.protocol import WireFormat
 from app.formats.registry import FORMATS
 from app.services.format_mismatch import mismatch_error
-from app.services.history import HistoryInput
+from app.services.history import AUTO_TOKENIZER, HistoryInput
 from app.services.json_bytes import json_bytes
-from app.tokenizers.bpe import TokenizerRegistry
+from app.tokenizers.bpe import TOKENIZER_NAMES, TokenizerRegistry
 
-TOKENIZER_CHOICES = ("auto", "o200k_base", "cl100k_base", "chars/4")
+_T = TypeVar("_T")
+# What a caller may ask for: the model's own encoding, or a tokenizer by name.
+TOKENIZER_CHOICES = (AUTO_TOKENIZER, *TOKENIZER_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +87,30 @@ class CountedHistory:
     estimated: Estimated = Estimated.NONE
     # `content_digest` of each message (in-process keys, e.g. for memoized prefix hashes).
     message_digests: Sequence[tuple[int, int]] = ()
+    # Where `settings.context_window` came from (the request, the config, the registry...).
+    context_window_source: WindowSource = WindowSource.REGISTRY
+    # Each message's count and guessed-part flags in one int (see `_pack`): what lets a
+    # compacted history be counted from this count, its kept messages not counted again.
+    packed_counts: Sequence[int] = ()
 
     @property
     def exact(self) -> bool:
-        """True when every part was counted by a published or API-confirmed rule."""
-        return self.choice.exact and not self.estimated
+        """True when every part was counted by a published or API-confirmed rule (a
+        usage-anchored total is not: it adds counts to the provider's report)."""
+        return self.choice.exact and not self.estimated and self.estimate.anchor is None
 
     @property
     def estimated_parts(self) -> tuple[str, ...]:
-        """What was estimated: `tokenizer` / `framing` (the whole count is approximate)
-        and the parts counted by a guess."""
+        """What was estimated: `tokenizer` / `framing` (the whole count is approximate),
+        the parts counted by a guess, and `usage_anchor` for a usage-anchored total."""
         reason = self.choice.approximation
-        return ((reason,) if reason else ()) + self.estimated.names
+        anchored = ("usage_anchor",) if self.estimate.anchor is not None else ()
+        return ((reason,) if reason else ()) + self.estimated.names + anchored
+
+    @property
+    def model_known(self) -> bool:
+        """False when nothing (registry, alias, config, upstream) knows the model name."""
+        return self.choice.model.known
 
     @property
     def threshold(self) -> int:
@@ -138,7 +155,7 @@ class EstimationService:
     def __init__(
         self,
         tokenizers: TokenizerRegistry,
-        models: ModelRegistry,
+        models: ModelLookup,
         cache: TokenCountCache,
         image_tokens: int,
     ) -> None:
@@ -152,8 +169,8 @@ class EstimationService:
     ) -> TokenizerChoice:
         """The tokenizer for `choice` (`auto` → the model's encoding) and exactness."""
         info = self.models.resolve(model)
-        name = info.encoding if choice == "auto" else choice
-        if name not in TOKENIZER_CHOICES[1:]:
+        name = info.encoding if choice == AUTO_TOKENIZER else choice
+        if name not in TOKENIZER_NAMES:
             raise InvalidHistoryError(
                 f"tokenizer: unknown tokenizer {choice!r}; "
                 f"use one of {', '.join(TOKENIZER_CHOICES)}",
@@ -167,27 +184,31 @@ class EstimationService:
         rules = CountingRules(
             dialect=dialect,
             tools_rendering=info.tools_rendering,
+            tools_upper_bounds=info.tools_upper_bounds,
             image_rule=info.image_rule,
             image_tokens=self.image_tokens,
             token_factor=factor,
         )
         return TokenizerChoice(tokenizer=tokenizer, model=info, exact=exact, rules=rules)
 
+    def policy_for(self, model: str | None) -> ModelPolicy:
+        """The operator's policy for `model` (COMPACTOR_CONFIG), empty when none applies."""
+        return self.models.resolve(model).policy
+
     def settings_for(self, history: HistoryInput, info: ModelInfo) -> CompactionSettings:
+        """The request's settings, else the model's policy, else the service defaults."""
+        policy = info.policy
         return CompactionSettings(
             context_window=history.context_window or info.context_window,
-            reserve_tokens=(
-                history.reserve_tokens
-                if history.reserve_tokens is not None
-                else DEFAULT_RESERVE_TOKENS
+            reserve_tokens=_first(
+                history.reserve_tokens, policy.reserve_tokens, DEFAULT_RESERVE_TOKENS
             ),
             trigger_tokens=history.trigger_tokens,
-            keep_recent_tokens=(
-                history.keep_recent_tokens
-                if history.keep_recent_tokens is not None
-                else DEFAULT_KEEP_RECENT_TOKENS
+            keep_recent_tokens=_first(
+                history.keep_recent_tokens, policy.keep_recent_tokens, DEFAULT_KEEP_RECENT_TOKENS
             ),
             fallback_window=self.models.fallback_window,
+            trigger_ratio=_first(policy.trigger_ratio, DEFAULT_TRIGGER_RATIO),
         )
 
     def count(self, history: HistoryInput, *, parse_all: bool = False) -> CountedHistory:
@@ -195,12 +216,13 @@ class EstimationService:
         needs them); otherwise only messages missing from the cache are parsed."""
         wire = FORMATS.resolve(history.format, history.messages, history.system)
         choice = self.choose_tokenizer(history.model, history.tokenizer, wire)
+        tools = wire.parse_tools(history.tools, history.tool_fields)
         try:
             conversation = (
-                wire.parse(history.messages, history.system, history.tools) if parse_all else None
+                wire.parse(history.messages, history.system, tools) if parse_all else None
             )
             parsed = conversation.messages if conversation is not None else None
-            per_message, estimated, digests = self._count_messages(
+            per_message, estimated, digests, packed = self._count_messages(
                 history.messages, parsed, wire.parse_message, choice
             )
         except InvalidHistoryError as exc:
@@ -220,7 +242,7 @@ class EstimationService:
             ),
             choice,
         )
-        tools_tokens, tools_exact = self._count_tools(history, wire, choice)
+        tools_tokens, tools_exact = self._count_tools(history, tools, wire, choice)
         if not tools_exact:
             estimated |= Estimated.TOOLS
         settings = self.settings_for(history, choice.model)
@@ -245,28 +267,95 @@ class EstimationService:
             conversation=conversation,
             estimated=estimated,
             message_digests=digests,
+            context_window_source=(
+                WindowSource.REQUEST if history.context_window else choice.model.window_source
+            ),
+            packed_counts=packed,
+        )
+
+    def resettled(self, history: HistoryInput, counted: CountedHistory) -> CountedHistory:
+        """`counted` (a count of `history`'s very messages, system and tools) with the
+        settings of `history` (its window, reserve and thresholds)."""
+        return replace(counted, settings=self.settings_for(history, counted.choice.model))
+
+    def parsed(self, history: HistoryInput, counted: CountedHistory | None) -> CountedHistory:
+        """`history` counted with every message normalized, reusing `counted` (a count of
+        this very history) when given: only the parse is added, nothing is counted again.
+        The settings are taken from `history` (a caller may have changed keep-recent)."""
+        if counted is None:
+            return self.count(history, parse_all=True)
+        settings = self.settings_for(history, counted.choice.model)
+        if counted.conversation is not None:
+            return replace(counted, settings=settings)
+        wire = counted.wire
+        tools = wire.parse_tools(history.tools, history.tool_fields)
+        conversation = wire.parse(history.messages, history.system, tools)
+        return replace(counted, conversation=conversation, settings=settings)
+
+    def replaced(
+        self, counted: CountedHistory, start: int, stop: int, messages: Sequence[Message]
+    ) -> CountedHistory:
+        """The count of `counted`'s history with its messages [start:stop] replaced by the
+        normalized `messages` (a summary, say), from the counts already made: only the new
+        messages are counted. The usage reports measured the old history: no anchor.
+
+        `start` must not fall inside the leading inline system messages."""
+        assert start >= counted.inline_system_count and len(counted.packed_counts) == len(
+            counted.per_message
+        )
+        _, _, digests, packed = self._count_messages(
+            [m.raw for m in messages], messages, None, counted.choice
+        )
+        packed_after = [*counted.packed_counts[:start], *packed, *counted.packed_counts[stop:]]
+        per_message = [entry >> ESTIMATED_BITS for entry in packed_after]
+        flags = reduce(or_, packed_after, 0) & ((1 << ESTIMATED_BITS) - 1)
+        tools = counted.estimated & Estimated.TOOLS
+        estimate = estimate_context(
+            per_message,
+            inline_system_count=counted.inline_system_count,
+            top_level_system_tokens=counted.system_tokens,
+            tools_tokens=counted.tools_tokens,
+            reply_priming=counted.reply_priming,
+        )
+        return replace(
+            counted,
+            per_message=per_message,
+            estimate=estimate,
+            conversation=(
+                replace(
+                    counted.conversation,
+                    messages=(
+                        *counted.conversation.messages[:start],
+                        *messages,
+                        *counted.conversation.messages[stop:],
+                    ),
+                )
+                if counted.conversation is not None
+                else None
+            ),
+            estimated=Estimated(flags) | tools,
+            message_digests=[
+                *counted.message_digests[:start],
+                *digests,
+                *counted.message_digests[stop:],
+            ],
+            packed_counts=packed_after,
         )
 
     def _count_tools(
-        self, history: HistoryInput, wire: WireFormat, choice: TokenizerChoice
+        self, history: HistoryInput, tools: ToolSet, wire: WireFormat, choice: TokenizerChoice
     ) -> tuple[int, bool]:
-        """(tokens, exact) of the tool definitions (`tools` and legacy `functions`)."""
-        tools = [*history.tools, *history.functions]
+        """(tokens, exact) of the tool definitions (`tools` and the request's other tool
+        fields, as the format reads them)."""
         if not tools:
             return 0, True
         system_text = None
         if wire.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
-            system_text = _first_system_text(history, wire)
-        key = ("tools", tools, history.tool_choice, system_text)
+            system_text = wire.first_system_text(history.messages, history.system)
+        key = ("tools", [d.raw for d in tools.definitions], tools.choice, system_text)
 
         def compute() -> int:
-            cost = count_tools(
-                tools,
-                choice.tokenizer,
-                choice.rules,
-                system_text=system_text,
-                tool_choice=history.tool_choice,
-            )
+            cost = count_tools(tools, choice.tokenizer, choice.rules, system_text=system_text)
             return _pack(cost.tokens, Estimated.NONE if cost.exact else Estimated.TOOLS)
 
         tokens, flags = _unpack(self._cached_count(key, compute, choice))
@@ -282,9 +371,9 @@ class EstimationService:
         parsed: Sequence[Message] | None,
         parse_one: Callable[[Any, str], Message] | None,
         choice: TokenizerChoice,
-    ) -> tuple[list[int], Estimated, list[tuple[int, int]]]:
-        """Per-message counts, the parts any message had to guess (both cached), and the
-        messages' digests."""
+    ) -> tuple[list[int], Estimated, list[tuple[int, int]], list[int]]:
+        """Per-message counts, the parts any message had to guess (both cached), the
+        messages' digests, and the packed count of each (count and flags)."""
         # One string tag (its hash computed once) and the digest, flat: every message's
         # lookup hashes its key again, and a nested tuple would rehash more.
         tag = f"{choice.tokenizer.name}|{choice.rules.cache_key[0]}"
@@ -316,7 +405,7 @@ class EstimationService:
         counts = [entry >> ESTIMATED_BITS for entry in filled]
         # The flags sit in the low bits: OR-ing whole entries ORs the flags.
         estimated = reduce(or_, filled, 0) & ((1 << ESTIMATED_BITS) - 1)
-        return counts, Estimated(estimated), digests
+        return counts, Estimated(estimated), digests, filled
 
     def _cached_count(self, value: Any, compute: Callable[[], int], choice: TokenizerChoice) -> int:
         if not value[1]:
@@ -329,6 +418,11 @@ class EstimationService:
         return cached
 
 
+def _first(*values: _T | None) -> _T:
+    """The first value that is set (the last one always is)."""
+    return next(v for v in values if v is not None)
+
+
 def _pack(tokens: int, estimated: Estimated) -> int:
     """One cache value for a count and its guessed parts (the flags in the low bits)."""
     return (tokens << ESTIMATED_BITS) | int(estimated)
@@ -336,15 +430,3 @@ def _pack(tokens: int, estimated: Estimated) -> int:
 
 def _unpack(value: int) -> tuple[int, Estimated]:
     return value >> ESTIMATED_BITS, Estimated(value & ((1 << ESTIMATED_BITS) - 1))
-
-
-def _first_system_text(history: HistoryInput, wire: WireFormat) -> str | None:
-    """The request's first system message text, None when it has none (the tools
-    rendering shares that message)."""
-    top = wire.system_text(history.system)
-    if top:
-        return top
-    for i, raw in enumerate(history.messages):
-        if isinstance(raw, dict) and raw.get("role") in ("system", "developer"):
-            return wire.parse_message(raw, f"messages[{i}]").text
-    return None

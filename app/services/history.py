@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.clearing import ClearSettings
 from app.engine.compaction.orchestration import CompactionPlan
+from app.engine.compaction.strategy import DEFAULT_STRATEGY, StrategyName
 from app.engine.counting.estimate import UsageReport
 from app.engine.thinking import ThinkingLevel
+
+# The tokenizer choice that means "the model's own encoding".
+AUTO_TOKENIZER = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +24,15 @@ class HistoryInput:
     format: str | None = None
     system: Any = None
     tools: Sequence[Any] = ()
-    # Legacy Chat Completions `functions` (counted like `tools`).
-    functions: Sequence[Any] = ()
-    # `tool_choice` (or the legacy request-level `function_call`): it costs tokens too.
-    tool_choice: Any = None
+    # The request's other tool fields as sent (e.g. legacy `functions`, `tool_choice`):
+    # the wire format reads them when it counts the tools.
+    tool_fields: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
     context_window: int | None = None
     reserve_tokens: int | None = None
     trigger_tokens: int | None = None
     keep_recent_tokens: int | None = None
-    tokenizer: str = "auto"
+    tokenizer: str = AUTO_TOKENIZER
     usage: Sequence[UsageReport] = ()
     estimate_floor: int = 0
 
@@ -41,11 +44,15 @@ class CompactOptions:
     thinking: ThinkingLevel | None = None
     # Why this compaction runs: request (stateless /compact), auto, manual, overflow.
     trigger: str = "request"
-    # summarize | clear_tool_results | auto (clear first, summarize if still over).
-    strategy: str = "summarize"
+    # How to compact (app.services.strategies has what each name does); None: the
+    # model's configured strategy (COMPACTOR_CONFIG), else the default.
+    strategy: StrategyName | None = DEFAULT_STRATEGY
     clear: ClearSettings = field(default_factory=ClearSettings)
     # Facts the caller wants in every summary, verbatim.
     pinned: tuple[str, ...] = ()
     # Asked with the plan before the summarizer is called: a reason not to call it (the
     # proxy knows this prefix does not shrink) leaves the history uncompacted.
     skip_summary: Callable[[CompactionPlan], str | None] | None = None
+    # What the compaction's log line names it by: `session_id`, or the proxy's `api` and
+    # prefix (app.services.compaction_log).
+    subject: Mapping[str, Any] = field(default_factory=dict)

@@ -2,6 +2,9 @@
 
 Only inside the configured roots (`COMPACTOR_WORKSPACE_ROOTS`): a `..` segment, a path
 outside every root, or a symlink whose target leaves its root is refused, never followed.
+A file is opened along its resolved path one component at a time from the root's
+descriptor, none of them through a symlink, so a directory swapped for a symlink after
+the check cannot lead out either.
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ def parse_workspace_roots(value: str | None) -> tuple[str, ...]:
         if not root.startswith("/"):
             raise ValueError(f"workspace root {root!r} is not an absolute path")
     return tuple(dict.fromkeys(normalize_absolute(root, "workspace root") for root in roots))
+
+
+# Each directory below the root is opened from its parent's descriptor and never through
+# a symlink: one swapped in after the realpath check fails to open instead of leading out.
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NOFOLLOW: the file itself is no symlink either; O_NONBLOCK: a FIFO named like a rules
+# file must not hang the request.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def is_inside(path: str, root: str) -> bool:
@@ -103,17 +114,10 @@ class WorkspaceReader:
 
     def _read(self, path: str, roots: list[_Root]) -> CandidateFile | None:
         real = self._resolve_within(path, roots, "file")
-        # O_NOFOLLOW: a symlink swapped in after the check is refused, not followed;
-        # O_NONBLOCK: a FIFO named like a rules file must not hang the request.
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        try:
-            fd = os.open(real, flags)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise WorkspaceAccessError(
-                    f"file: {path!r} is a symlink that cannot be followed safely"
-                ) from exc
-            return None  # missing or unreadable files are simply absent
+        root = max((r for r in roots if is_inside(real, r.real)), key=lambda r: len(r.real))
+        fd = self._open_below(root.real, real, path)
+        if fd is None:
+            return None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             # A directory (or a device) named like a rules file is not a rules file; opening
             # it as a file object would raise IsADirectoryError.
@@ -131,3 +135,47 @@ class WorkspaceReader:
                 "were read]"
             )
         return CandidateFile(path=path, content=text, truncated=truncated)
+
+    def _open_below(self, root: str, real: str, path: str) -> int | None:
+        """`real` (a resolved path below `root`) opened one component at a time from the
+        root's descriptor (openat); None when it is not there. A component that is a
+        symlink now was swapped in after the check: refused."""
+        parts = [part for part in real[len(root) :].split("/") if part]
+        if not parts:
+            return None  # the root itself is a directory, not a file
+        try:
+            current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            for index, part in enumerate(parts):
+                last = index == len(parts) - 1
+                try:
+                    opened = os.open(
+                        part, _FILE_FLAGS if last else _DIRECTORY_FLAGS, dir_fd=current
+                    )
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _swapped(part, current):
+                        raise WorkspaceAccessError(
+                            f"file: {path!r} goes through a symlink that was swapped in "
+                            "after it was checked; refused, not followed"
+                        ) from exc
+                    return None  # missing or unreadable files are simply absent
+                if last:
+                    return opened
+                os.close(current)
+                current = opened
+        finally:
+            os.close(current)
+        return None
+
+
+def _swapped(name: str, dir_fd: int) -> bool:
+    """After ELOOP/ENOTDIR opening `name`: True unless it is a plain non-directory (a file
+    where the path expected a directory: the file asked for is just not there). A symlink,
+    or a directory again by now (one swapped back), is an attack."""
+    try:
+        mode = os.lstat(name, dir_fd=dir_fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISLNK(mode) or stat.S_ISDIR(mode)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -26,10 +27,17 @@ def normalize_url(url: str) -> str:
     )
 
 
-def create_db_engine(url: str) -> Engine:
+SqliteSynchronous = Literal["FULL", "NORMAL"]
+
+
+def create_db_engine(url: str, *, sqlite_synchronous: SqliteSynchronous = "FULL") -> Engine:
     """An engine with the settings each backend needs to be safe under concurrency.
 
-    Error messages never quote SQL parameters: they hold system prompts and messages."""
+    On SQLite, `sqlite_synchronous` FULL (the default) makes every commit durable: the
+    write-ahead log is synced before the append is acknowledged. Error messages never
+    quote SQL parameters: they hold system prompts and messages."""
+    if sqlite_synchronous not in ("FULL", "NORMAL"):
+        raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
     normalized = normalize_url(url)
     if normalized.startswith("sqlite"):
         engine = create_engine(
@@ -37,7 +45,7 @@ def create_db_engine(url: str) -> Engine:
             connect_args={"timeout": 30, "check_same_thread": False},
             hide_parameters=True,
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", partial(_sqlite_pragmas, synchronous=sqlite_synchronous))
         # pysqlite's own transaction handling defers BEGIN; take it over so a write
         # transaction starts with BEGIN IMMEDIATE and writers queue instead of deadlocking.
         event.listen(engine, "begin", _sqlite_begin_immediate)
@@ -47,13 +55,14 @@ def create_db_engine(url: str) -> Engine:
     )
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, synchronous: SqliteSynchronous) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    # FULL or NORMAL only (checked in create_db_engine).
+    cursor.execute(f"PRAGMA synchronous={synchronous}")
     cursor.close()
 
 

@@ -118,7 +118,8 @@ class CompactionRow(Base):
 
 
 class IdempotencyKeyRow(Base):
-    """The answer given to an append with an `Idempotency-Key`, replayed on repeats."""
+    """The answer given to an append with an `Idempotency-Key`, replayed on repeats until
+    the key expires (COMPACTOR_IDEMPOTENCY_RETENTION_HOURS after `created_at`)."""
 
     __tablename__ = "idempotency_keys"
 
@@ -153,3 +154,24 @@ class SummaryCacheRow(Base):
 
 Index("ix_summary_cache_tenant_scope", SummaryCacheRow.tenant, SummaryCacheRow.scope_key)
 Index("ix_sessions_tenant_created", SessionRow.tenant, SessionRow.created_at)
+
+
+class UiLoginRow(Base):
+    """One inspector login (SPEC §9): what its cookie opens and until when. The cookie is
+    a random token stored only as its SHA-256; the key is stored only as an HMAC with the
+    service's secret, so neither a leaked cookie nor a leaked row tells anything about it.
+    Logout deletes the row, on every replica at once."""
+
+    __tablename__ = "ui_logins"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    # HMAC-SHA256 of the API key that logged in: the login ends when that key is removed.
+    key_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+Index("ix_ui_logins_tenant_created", UiLoginRow.tenant, UiLoginRow.created_at)
+# Expired Idempotency-Keys are found (and deleted a batch at a time) by age.
+Index("ix_idempotency_keys_created_at", IdempotencyKeyRow.created_at)

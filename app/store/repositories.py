@@ -1,20 +1,40 @@
-"""Repositories own all SQL. They flush, never commit."""
+"""Repositories own all SQL of the session store. They take and return the store's views
+(`app.store.views`), flush, and never commit: the transaction's owner does."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import ColumnElement, Select, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from app.store.errors import RowGoneError
+from app.store.mapping import (
+    aware,
+    compaction_record,
+    compaction_row,
+    session_view,
+    settings_to_json,
+    stall_to_json,
+)
 from app.store.models import (
     CompactionRow,
     IdempotencyKeyRow,
     SessionRow,
-    SummaryCacheRow,
     TranscriptEntryRow,
+)
+from app.store.views import (
+    AppendResult,
+    CompactionRecord,
+    CompactionStall,
+    IdempotentAppend,
+    NewCompaction,
+    NewSession,
+    SessionView,
+    TranscriptEntry,
 )
 
 
@@ -26,18 +46,32 @@ class SessionRepository:
     def __init__(self, db: Session) -> None:
         self.db = db
 
-    def add(self, row: SessionRow) -> SessionRow:
+    def add(self, tenant: str, new: NewSession) -> SessionView:
+        """A new, empty session with its settings."""
+        row = SessionRow(
+            id=new_id(),
+            tenant=tenant,
+            model=new.model,
+            format=new.format,
+            system=new.system,
+            tools=list(new.tools),
+            settings=settings_to_json(new.settings),
+            meta=dict(new.metadata),
+            entry_count=0,
+            compaction_count=0,
+            system_prefix_count=0,
+        )
         self.db.add(row)
         self.db.flush()
-        return row
+        return session_view(row)
 
-    def get(self, session_id: str, tenant: str) -> SessionRow | None:
+    def get(self, session_id: str, tenant: str) -> SessionView | None:
         row = self.db.get(SessionRow, session_id)
-        return row if row is not None and row.tenant == tenant else None
+        return session_view(row) if row is not None and row.tenant == tenant else None
 
-    def lock(self, session_id: str, tenant: str) -> SessionRow | None:
-        """The session row, freshly read and locked until the transaction ends, so a
-        decision made on it (format, system prefix) cannot race another writer. PostgreSQL:
+    def lock(self, session_id: str, tenant: str) -> SessionView | None:
+        """The session, freshly read and locked until the transaction ends, so a decision
+        made on it (format, system prefix) cannot race another writer. PostgreSQL:
         SELECT ... FOR UPDATE; SQLite: every write transaction starts with BEGIN IMMEDIATE,
         which already serializes writers (FOR UPDATE renders as nothing there)."""
         row = self.db.scalars(
@@ -46,15 +80,17 @@ class SessionRepository:
             .with_for_update()
             .execution_options(populate_existing=True)
         ).first()
-        return row if row is not None and row.tenant == tenant else None
+        return session_view(row) if row is not None and row.tenant == tenant else None
 
-    def list_for_tenant(self, tenant: str, offset: int, limit: int) -> tuple[list[SessionRow], int]:
+    def list_for_tenant(
+        self, tenant: str, offset: int, limit: int
+    ) -> tuple[list[SessionView], int]:
         query = select(SessionRow).where(SessionRow.tenant == tenant)
         total = self.db.scalar(select(func.count()).select_from(query.subquery())) or 0
         rows = self.db.scalars(
             query.order_by(SessionRow.created_at.desc(), SessionRow.id).offset(offset).limit(limit)
         ).all()
-        return list(rows), total
+        return [session_view(row) for row in rows], total
 
     def reserve_seqs(self, session_id: str, count: int) -> int:
         """Atomically claims `count` sequence numbers; returns the first one."""
@@ -65,9 +101,23 @@ class SessionRepository:
             .returning(SessionRow.entry_count)
         ).scalar_one_or_none()
         if new_count is None:
-            # Deleted by a concurrent request since it was read.
-            raise LookupError(session_id)
+            raise RowGoneError(f"session {session_id} was deleted")
         return int(new_count) - count
+
+    def set_format(self, session_id: str, format_name: str) -> None:
+        """Decides the format of a session that had none yet."""
+        self._update(session_id, format=format_name)
+
+    def extend_system_prefix(self, session_id: str, count: int) -> None:
+        """`count` more leading system entries (always first in the context)."""
+        self._update(session_id, system_prefix_count=SessionRow.system_prefix_count + count)
+
+    def set_stall(self, session_id: str, stall: CompactionStall | None) -> None:
+        """Records (or clears) the stall that pauses automatic compaction."""
+        self._update(session_id, compaction_stall=stall_to_json(stall))
+
+    def _update(self, session_id: str, **values: Any) -> None:
+        self.db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
 
     def ping(self) -> None:
         """A cheap query that fails unless the database answers and the schema exists."""
@@ -103,108 +153,114 @@ class TranscriptRepository:
         )
         self.db.flush()
 
-    def page(self, session_id: str, offset: int, limit: int) -> list[TranscriptEntryRow]:
-        return list(
-            self.db.scalars(
-                select(TranscriptEntryRow)
-                .where(TranscriptEntryRow.session_id == session_id)
-                .order_by(TranscriptEntryRow.seq)
-                .offset(offset)
-                .limit(limit)
-            ).all()
+    def page(self, session_id: str, offset: int, limit: int) -> list[TranscriptEntry]:
+        return self._read(self._entries(session_id).offset(offset).limit(limit))
+
+    def from_seq(self, session_id: str, first_seq: int) -> list[TranscriptEntry]:
+        return self._read(self._entries(session_id, TranscriptEntryRow.seq >= first_seq))
+
+    @staticmethod
+    def _entries(session_id: str, *where: ColumnElement[bool]) -> Select[int, Any, Any]:
+        # Columns, not ORM objects: a context reads hundreds of entries, and building
+        # (and tracking) an object per row costs more than reading and decoding it.
+        entry = TranscriptEntryRow
+        return (
+            select(entry.seq, entry.message, entry.usage)
+            .where(entry.session_id == session_id, *where)
+            .order_by(entry.seq)
         )
 
-    def from_seq(self, session_id: str, first_seq: int) -> list[TranscriptEntryRow]:
-        return list(
-            self.db.scalars(
-                select(TranscriptEntryRow)
-                .where(
-                    TranscriptEntryRow.session_id == session_id,
-                    TranscriptEntryRow.seq >= first_seq,
-                )
-                .order_by(TranscriptEntryRow.seq)
-            ).all()
-        )
+    def _read(self, query: Select[int, Any, Any]) -> list[TranscriptEntry]:
+        return [
+            TranscriptEntry(seq=int(seq), message=message, usage=usage or None)
+            for seq, message, usage in self.db.execute(query).all()
+        ]
 
 
 class CompactionRepository:
     def __init__(self, db: Session) -> None:
         self.db = db
 
-    def latest(self, session_id: str) -> CompactionRow | None:
-        return self.db.scalars(
-            select(CompactionRow)
-            .where(CompactionRow.session_id == session_id)
-            .order_by(CompactionRow.ordinal.desc())
-            .limit(1)
-        ).first()
+    def latest(self, session_id: str) -> CompactionRecord | None:
+        newest = self._records(session_id).order_by(CompactionRow.ordinal.desc()).limit(1)
+        row = self.db.scalars(newest).first()
+        return compaction_record(row) if row is not None else None
 
-    def add(self, row: CompactionRow) -> CompactionRow:
+    def add(self, new: NewCompaction) -> CompactionRecord:
+        """Records a compaction and counts it on its session. A second record on the same
+        base (session, ordinal) raises DuplicateKeyError when the transaction flushes."""
+        row = compaction_row(new, new_id())
         self.db.add(row)
         self.db.flush()
-        return row
-
-    def all(self, session_id: str) -> list[CompactionRow]:
-        return list(
-            self.db.scalars(
-                select(CompactionRow)
-                .where(CompactionRow.session_id == session_id)
-                .order_by(CompactionRow.ordinal)
-            ).all()
+        self.db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == new.session_id)
+            .values(compaction_count=new.ordinal)
         )
+        return compaction_record(row)
+
+    def all(self, session_id: str) -> list[CompactionRecord]:
+        rows = self.db.scalars(self._records(session_id).order_by(CompactionRow.ordinal)).all()
+        return [compaction_record(row) for row in rows]
+
+    @staticmethod
+    def _records(session_id: str) -> Select[CompactionRow]:
+        return select(CompactionRow).where(CompactionRow.session_id == session_id)
 
 
 class IdempotencyRepository:
+    """Idempotency-Keys of appends, kept until they expire (a retention the caller sets)."""
+
     def __init__(self, db: Session) -> None:
         self.db = db
 
-    def get(self, session_id: str, key: str) -> IdempotencyKeyRow | None:
-        return self.db.get(IdempotencyKeyRow, (session_id, key))
+    def get(self, session_id: str, key: str, not_before: datetime) -> IdempotentAppend | None:
+        """The append kept under `key`, unless it was made before `not_before`: an expired
+        key is deleted here, so the batch it comes with appends as new."""
+        row = self.db.get(IdempotencyKeyRow, (session_id, key))
+        if row is None:
+            return None
+        if _before(row.created_at, not_before):
+            self.db.delete(row)
+            self.db.flush()
+            return None
+        return IdempotentAppend(row.request_hash, AppendResult(**row.response))
 
-    def add(self, row: IdempotencyKeyRow) -> None:
-        self.db.add(row)
-        self.db.flush()
-
-
-# On the proxy's hot path: a plain Core statement built once (an ORM-enabled select built
-# per call costs twice as much as the indexed query itself).
-_SUMMARY_CACHE = SummaryCacheRow.__table__.c
-_CANDIDATES = (
-    select(_SUMMARY_CACHE.id, _SUMMARY_CACHE.prefix_len, _SUMMARY_CACHE.prefix_hash)
-    .where(
-        _SUMMARY_CACHE.tenant == bindparam("tenant"),
-        _SUMMARY_CACHE.scope_key == bindparam("scope_key"),
-    )
-    .order_by(_SUMMARY_CACHE.prefix_len.desc())
-)
-
-
-class SummaryCacheRepository:
-    def __init__(self, db: Session) -> None:
-        self.db = db
-
-    def candidates(self, tenant: str, scope_key: str) -> list[tuple[int, int, str]]:
-        """(id, prefix_len, prefix_hash) of the tenant's entries in this scope, longest
-        prefix first."""
-        rows = self.db.execute(_CANDIDATES, {"tenant": tenant, "scope_key": scope_key}).all()
-        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
-
-    def get(self, entry_id: int) -> SummaryCacheRow | None:
-        return self.db.get(SummaryCacheRow, entry_id)
-
-    def add(self, row: SummaryCacheRow, keep_per_tenant: int) -> None:
-        """Adds `row`, then evicts the tenant's oldest entries beyond `keep_per_tenant`."""
-        self.db.add(row)
-        self.db.flush()
-        newest = (
-            select(SummaryCacheRow.id)
-            .where(SummaryCacheRow.tenant == row.tenant)
-            .order_by(SummaryCacheRow.id.desc())
-            .limit(keep_per_tenant)
-        )
-        self.db.execute(
-            delete(SummaryCacheRow).where(
-                SummaryCacheRow.tenant == row.tenant, SummaryCacheRow.id.not_in(newest)
+    def add(self, session_id: str, key: str, kept: IdempotentAppend) -> None:
+        answer = kept.answer
+        self.db.add(
+            IdempotencyKeyRow(
+                session_id=session_id,
+                key=key,
+                request_hash=kept.request_hash,
+                response={
+                    "appended": answer.appended,
+                    "first_seq": answer.first_seq,
+                    "last_seq": answer.last_seq,
+                },
             )
         )
         self.db.flush()
+
+    def delete_expired(self, not_before: datetime, limit: int) -> int:
+        """Deletes up to `limit` keys made before `not_before`, oldest first; how many.
+
+        Rows another transaction is deleting are skipped (PostgreSQL SKIP LOCKED), so
+        concurrent appends never wait on each other's clean-up."""
+        expired = (
+            select(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key)
+            .where(IdempotencyKeyRow.created_at < not_before)
+            .order_by(IdempotencyKeyRow.created_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        done = self.db.execute(
+            delete(IdempotencyKeyRow)
+            .where(tuple_(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key).in_(expired))
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(done, "rowcount", 0) or 0)
+
+
+def _before(moment: datetime, not_before: datetime) -> bool:
+    return aware(moment) < not_before

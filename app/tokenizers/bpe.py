@@ -140,6 +140,10 @@ def _built_tokenizer(name: str, use_fast: bool) -> TiktokenTokenizer:
         return built
 
 
+# Every tokenizer a caller may name: the exact encodings, then the heuristic.
+TOKENIZER_NAMES: tuple[str, ...] = (*ENCODINGS, CharsPerTokenTokenizer.name)
+
+
 class TokenizerRegistry:
     """Builds each encoding once, on first use, thread-safely."""
 

@@ -50,6 +50,9 @@ def is_rest_operation(path: str, operation: Schema) -> bool:
     """False for the proxy routes and for pages that answer HTML only."""
     if path.startswith("/v1/") or path == "/v1" or path == "/ui" or path.startswith("/ui/"):
         return False
+    # The vendor APIs' routes outside /v1 (Gemini's /{api_version}/models/...).
+    if {"proxy", "native"} & set(operation.get("tags", [])):
+        return False
     contents = {
         media for r in operation.get("responses", {}).values() for media in r.get("content", {})
     }

@@ -29,6 +29,7 @@ def test_the_wheel_holds_the_client_only_and_requires_httpx_alone(tmp_path: Path
         "context_compactor/integrations/langchain.py",
         "context_compactor/integrations/pydantic_ai.py",
         "context_compactor/integrations/openai_agents.py",
+        "context_compactor/integrations/litellm.py",
     } <= set(names)
     assert metadata["Name"] == "context-compactor-client"
     requires = metadata.get_all("Requires-Dist") or []
@@ -38,4 +39,5 @@ def test_the_wheel_holds_the_client_only_and_requires_httpx_alone(tmp_path: Path
         "langchain",
         "pydantic-ai",
         "openai-agents",
+        "litellm",
     }

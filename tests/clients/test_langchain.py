@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from context_compactor.integrations.langchain import CompactionMiddleware
+from context_compactor import CompactorClient, CompactResult
+from context_compactor.integrations.langchain import CompactionMiddleware, to_wire
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -18,6 +19,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from tests.conftest import CLAUDE_CODE, load_json
 
@@ -161,3 +163,46 @@ def test_clearing_tool_results_keeps_the_newest_and_every_pair(compactor_url: st
     assert [str(m.content) for m in results[-2:]] == [str(m.content) for m in original[-2:]]
     assert sum(str(a.content) != str(b.content) for a, b in zip(results, original, strict=True)) > 0
     assert_tool_pairs_intact(first)
+
+
+class RecordingMiddleware(CompactionMiddleware):
+    """The middleware, keeping every answer of the service (not only the last)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.results: list[CompactResult] = []
+
+    def _compacted(self, messages: list[Any], result: CompactResult) -> Any:
+        self.results.append(result)
+        return super()._compacted(messages, result)
+
+
+def test_the_agents_system_prompt_and_tools_count_toward_the_threshold(
+    compactor_url: str,
+) -> None:
+    """Issue 26.3: `create_agent(system_prompt=…)` and the agent's tools were never sent,
+    so a large agent prompt compacted late. Here the history alone is under the trigger
+    and only the prompt puts it over."""
+    prompt = "You are a coding agent. " + "Follow rule 7 of the house style guide. " * 1200
+    wire = to_wire(history())
+    tool_definitions = [convert_to_openai_tool(read_file)]
+    with CompactorClient(compactor_url) as service:
+        bare = service.estimate(wire, model="gpt-4o", format="openai").tokens
+        full = service.estimate(
+            wire, model="gpt-4o", format="openai", system=prompt, tools=tool_definitions
+        ).tokens
+    assert full > bare + 5_000
+    middleware = RecordingMiddleware(
+        compactor_url, model="gpt-4o", trigger_tokens=bare + 1_000, keep_recent_tokens=4_000
+    )
+    agent = create_agent(
+        scripted_model(), tools=[read_file], system_prompt=prompt, middleware=[middleware]
+    )
+    inputs = ModelInputs()
+    agent.invoke({"messages": history()}, config={"callbacks": [inputs]})
+    first = inputs.calls[0]
+    assert isinstance(first[0], SystemMessage) and first[0].content == prompt
+    assert str(first[1].content).startswith(SUMMARY_MARKER), "not compacted"
+    assert_tool_pairs_intact(first)
+    # The service counted exactly what the model is shown: prompt, tool and messages.
+    assert middleware.results[0].tokens_before == full

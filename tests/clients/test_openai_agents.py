@@ -169,3 +169,37 @@ async def pop_and_clear(compactor_url: str) -> None:
 
 def test_pop_item_and_clear_session(compactor_url: str) -> None:
     asyncio.run(pop_and_clear(compactor_url))
+
+
+async def run_with_a_large_prompt(compactor_url: str) -> tuple[CompactorSession, int]:
+    instructions = "You are a coding agent. " + "Keep to rule 7 of the style guide. " * 1000
+    agent = Agent(name="coder", instructions=instructions, model=ScriptedModel())
+    agent.tools.append(read_file)
+    with CompactorClient(compactor_url) as compactor:
+        bare = compactor.estimate(earlier_turns(6), model="gpt-4o", format="responses").tokens
+    session = CompactorSession(
+        base_url=compactor_url,
+        model="gpt-4o",
+        trigger_tokens=bare + 500,
+        keep_recent_tokens=1_000,
+        agent=agent,
+    )
+    await session.add_items(earlier_turns(6))  # type: ignore[arg-type]
+    await Runner.run(agent, "Now read p.py.", session=session, run_config=NO_TRACING)
+    return session, bare
+
+
+def test_the_agents_instructions_and_tools_count_toward_the_threshold(
+    compactor_url: str,
+) -> None:
+    """Issue 26.3: the items alone are under the trigger; the agent's instructions and
+    tools, which the model is shown too, put the session over it."""
+    session, bare = asyncio.run(run_with_a_large_prompt(compactor_url))
+    prepared = session.last_prepare
+    assert prepared is not None and prepared.compacted and prepared.compaction is not None
+    # Counted: the items, the instructions and the tool definition.
+    assert prepared.compaction.tokens_before > bare + 5_000
+    with CompactorClient(compactor_url) as compactor:
+        stored = compactor.get_session(session.session_id)
+    assert str(stored.system).startswith("You are a coding agent.")
+    assert [tool["name"] for tool in stored.tools] == ["read_file"]

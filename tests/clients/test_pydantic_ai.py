@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import pytest
+from context_compactor import CompactorClient, CompactResult
 from context_compactor.integrations.pydantic_ai import CompactingHistoryProcessor
+from context_compactor.integrations.pydantic_ai import to_wire as pydantic_wire
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
@@ -139,3 +141,79 @@ def test_under_the_threshold_the_history_is_left_alone(compactor_url: str) -> No
 def test_only_summaries_keep_the_original_messages() -> None:
     with pytest.raises(ValueError, match="summarize"):
         CompactingHistoryProcessor("http://127.0.0.1:9", strategy="clear_tool_results")
+
+
+class RecordingProcessor(CompactingHistoryProcessor):
+    """The processor, keeping every answer of the service (not only the last)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.results: list[tuple[list[ModelMessage], CompactResult]] = []
+
+    async def compact(self, messages: list[ModelMessage], **kwargs: Any) -> list[ModelMessage]:
+        compacted = await super().compact(messages, **kwargs)
+        assert self.last_result is not None
+        self.results.append((list(messages), self.last_result))
+        return compacted
+
+
+READ_FILE_TOOL = {
+    "name": "read_file",
+    "description": "Read a file of the project.",
+    "input_schema": {
+        "additionalProperties": False,
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+        "type": "object",
+    },
+}
+
+
+def test_the_agents_instructions_and_tools_count_toward_the_threshold(
+    compactor_url: str,
+) -> None:
+    """Issue 26.3: what the model is shown besides the messages (the agent's instructions
+    and tool definitions) counts. The history alone is under the trigger here; only the
+    instructions put it over."""
+    instructions = ("You review code. " + "Quote rule 7 of the house style guide. " * 1200).strip()
+    question = "Now read p.py and say what parse() does."
+    history = history_from_transcript()
+    options: dict[str, Any] = {"model": "claude-sonnet-4-5", "format": "anthropic"}
+    with CompactorClient(compactor_url) as service:
+        bare = service.estimate(
+            [*pydantic_wire(history).messages, {"role": "user", "content": question}],
+            system=SYSTEM,
+            **options,
+        ).tokens
+    processor = RecordingProcessor(
+        compactor_url,
+        model="claude-sonnet-4-5",
+        trigger_tokens=bare + 1_000,
+        keep_recent_tokens=4_000,
+    )
+    model = ScriptedModel()
+    agent = Agent(
+        FunctionModel(model), instructions=instructions, capabilities=[processor.capability()]
+    )
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file of the project."""
+        return f"contents of {path}: def parse(text): return text.split()"
+
+    asyncio.run(agent.run(question, message_history=history))
+    first = model.inputs[0]
+    head = first[0]
+    assert isinstance(head, ModelRequest)
+    assert str(head.parts[-1].content).startswith(SUMMARY_MARKER), "not compacted"
+    assert_tool_pairs_intact(first)
+    # The service counted what the model is shown: system prompt, instructions, tool.
+    messages, result = processor.results[0]
+    with CompactorClient(compactor_url) as service:
+        full = service.estimate(
+            pydantic_wire(messages).messages,
+            system=f"{SYSTEM}\n\n{instructions}",
+            tools=[READ_FILE_TOOL],
+            **options,
+        ).tokens
+    assert result.tokens_before == full > bare + 5_000

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,9 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from app.main import create_app
 from app.settings import Settings
 from tests.inspector_session import (
     HOSTILE_TEXT,
@@ -28,6 +24,7 @@ from tests.inspector_session import (
     build_compacted_session,
     build_hostile_session,
 )
+from tests.live_server import live_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -53,26 +50,6 @@ if not CHROMIUM.exists():
     pytest.skip(_message, allow_module_level=True)
 
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright  # noqa: E402
-
-
-@contextmanager
-def live_server(settings: Settings) -> Iterator[str]:
-    """The app under a real uvicorn server on a free loopback port; yields its URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass(frozen=True)
@@ -306,4 +283,32 @@ def test_the_page_reads_with_scripts_off(site: Site, browser: Browser) -> None:
             assert f"{record['tokens_before']:,}" in text
             assert f"{record['tokens_after']:,}" in text
         assert f"Compactions ({len(session.compactions)})" in text
+        assert v.errors == []
+
+
+def test_a_cookie_saved_before_logout_no_longer_opens_the_inspector(
+    site: Site, browser: Browser
+) -> None:
+    """Issue 21.6: logout revokes the login on the server, not only in this browser."""
+    with visit(browser, javascript=False) as v:
+        page = v.page
+        log_in(page, site, "/ui")
+        assert page.url == f"{site.url}/ui"
+        (saved,) = page.context.cookies()
+        page.click("header.top button[type=submit]")
+        page.wait_for_load_state()
+        assert "/ui/login" in page.url
+        assert page.context.cookies() == []
+        # A copy of the cookie kept from before (another tab's, a thief's) is put back.
+        page.context.add_cookies([saved])
+        page.goto(site.url + "/ui")
+        assert "/ui/login" in page.url
+        assert page.locator("#key").is_visible()
+        # Logging in again works and gives a different cookie.
+        page.fill("#key", ALPHA_KEY)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert page.url == f"{site.url}/ui"
+        (fresh,) = page.context.cookies()
+        assert fresh["value"] != saved["value"]
         assert v.errors == []

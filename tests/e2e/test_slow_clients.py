@@ -50,7 +50,7 @@ def _read_all(sock: socket.socket) -> bytes:
 
 def test_headers_that_never_finish_are_answered_408_and_closed(base_url: str) -> None:
     with _connect(base_url) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # no blank line: never ends
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")  # no blank line: never ends
         answer = _read_all(sock)
     assert answer.startswith(b"HTTP/1.1 408")
 
@@ -71,7 +71,7 @@ def test_a_keep_alive_connection_still_serves_requests_before_the_deadline(
 def test_a_body_that_stalls_is_answered_408(base_url: str) -> None:
     with _connect(base_url) as sock:
         sock.sendall(
-            b"POST /estimate HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b"POST /estimate HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
             b"content-length: 5000\r\n\r\n" + b'{"messages": ['
         )
         answer = _read_all(sock)
@@ -87,7 +87,7 @@ def test_bodies_in_flight_together_are_bounded(base_url: str) -> None:
     # once with 503, and once the first is gone a new one is served.
     with _connect(base_url) as stalled:
         stalled.sendall(
-            b"POST /estimate HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b"POST /estimate HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
             b"content-length: 9500\r\n\r\n" + b" " * 9_000
         )
         with httpx.Client(base_url=base_url) as client:

@@ -17,6 +17,13 @@ import pytest
 REQUESTS = 30
 
 
+def _fresh_connections(url: str) -> httpx.Client:
+    """One client (one TLS context, built once: `httpx.get` builds one per call, which on
+    a loaded machine costs more than the request) that keeps no connection alive, so
+    either worker may accept each request."""
+    return httpx.Client(base_url=url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -40,15 +47,16 @@ def two_workers(tmp_path: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the server did not start"
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        with _fresh_connections(url) as probe:
+            while True:
+                assert server.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, "the server did not start"
+                try:
+                    if probe.get("/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.2)
         assert list(tmp_path.glob("compactor-metrics-*")), "no shared metrics folder"
         yield url
     finally:
@@ -71,12 +79,12 @@ def _healthz_count(metrics: str) -> float:
 
 def test_counters_never_go_backwards_across_two_workers(two_workers: str) -> None:
     seen: list[float] = []
-    for _ in range(REQUESTS):
-        # A new connection each time, so either worker may take each request.
-        assert httpx.get(f"{two_workers}/healthz").status_code == 200
-        scrape = httpx.get(f"{two_workers}/metrics")
-        assert scrape.status_code == 200
-        seen.append(_healthz_count(scrape.text))
+    with _fresh_connections(two_workers) as client:
+        for _ in range(REQUESTS):
+            assert client.get("/healthz").status_code == 200
+            scrape = client.get("/metrics")
+            assert scrape.status_code == 200
+            seen.append(_healthz_count(scrape.text))
     assert seen == sorted(seen), f"a counter went backwards: {seen}"
     # Every request is counted once, by whichever worker served it (the latest may still
     # be on its way into the count when the scrape is answered).

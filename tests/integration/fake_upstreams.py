@@ -1,6 +1,6 @@
 """Fake model APIs for the proxy: one real HTTP server on 127.0.0.1 that speaks OpenAI
-Chat Completions and Responses (under /v1) and Anthropic Messages, whole or streamed as
-server-sent events, and records what it received.
+Chat Completions and Responses (under /v1), Anthropic Messages and Gemini generateContent
+(under /v1beta), whole or streamed as server-sent events, and records what it received.
 
 Streams can be paced for timing-free tests: `gate_last` holds the last event until the
 test calls `release` (so "the first event arrived before the last was sent" is a fact,
@@ -32,6 +32,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    # The body's bytes as they arrived (a multipart upload, a binary file).
+    raw: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,11 @@ def prompt_size(body: Any) -> int:
 
 def text_of(body: Any) -> str:
     """The reply text the fake writes: names how many history items it was sent."""
-    history = body.get("messages", body.get("input", [])) if isinstance(body, dict) else []
+    history = (
+        body.get("messages", body.get("input", body.get("contents", [])))
+        if isinstance(body, dict)
+        else []
+    )
     count = len(history) if isinstance(history, list) else 1
     return f"Reply to {count} items."
 
@@ -166,7 +172,59 @@ def response_object(
     }
 
 
+def gemini_response(
+    text: str,
+    prompt_tokens: int = 100,
+    parts: list[dict[str, Any]] | None = None,
+    finish: str | None = "STOP",
+) -> dict[str, Any]:
+    """A GenerateContentResponse: one candidate, its parts (one text part by default)."""
+    candidate: dict[str, Any] = {
+        "content": {"role": "model", "parts": parts if parts is not None else [{"text": text}]},
+        "index": 0,
+    }
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": 7,
+            "totalTokenCount": prompt_tokens + 7,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "resp-up",
+    }
+
+
+def context_too_long_gemini() -> Answer:
+    return Answer(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "The input token count (1200000) exceeds the maximum number of "
+                "tokens allowed (1048576).",
+                "status": "INVALID_ARGUMENT",
+            }
+        },
+    )
+
+
 # -- streams ---------------------------------------------------------------------------
+
+
+def gemini_events(
+    words: list[str], parts: list[dict[str, Any]] | None = None
+) -> list[tuple[str | None, Any]]:
+    """`streamGenerateContent?alt=sse`: one partial response per word (then any extra
+    `parts`), the last with finishReason and usage."""
+    events: list[tuple[str | None, Any]] = [(None, gemini_response(w, finish=None)) for w in words]
+    if parts:
+        events += [(None, gemini_response("", parts=[p], finish=None)) for p in parts]
+    last = gemini_response("", parts=[{"text": ""}], prompt_tokens=100)
+    events.append((None, last))
+    return events
 
 
 def chat_events(words: list[str]) -> list[tuple[str | None, Any]]:
@@ -301,6 +359,10 @@ def default_answer(received: Received, words: list[str]) -> Answer:
             if streamed
             else Answer(json=response_object(text, input_tokens=prompt_size(body)))
         )
+    if path.endswith(":generateContent"):
+        return Answer(json=gemini_response(text, prompt_size(body)))
+    if path.endswith(":streamGenerateContent"):
+        return Answer(events=gemini_events([text, *words]))
     return Answer(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
 
@@ -360,15 +422,27 @@ def _sse(name: str | None, data: Any) -> bytes:
 
 def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def _serve(self, method: str) -> None:
+        def _read_body(self) -> bytes:
+            if "chunked" in self.headers.get("transfer-encoding", "").lower():
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        self.rfile.readline()
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
             length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            return self.rfile.read(length) if length else b""
+
+        def _serve(self, method: str) -> None:
+            raw = self._read_body()
             try:
                 body: Any = json.loads(raw) if raw else None
             except ValueError:
                 body = raw.decode(errors="replace")
             headers = {k.lower(): v for k, v in self.headers.items()}
-            answer = fake.take(Received(method, self.path, headers, body))
+            answer = fake.take(Received(method, self.path, headers, body, raw))
             self.close_connection = True
             if answer.hold_before_headers:
                 fake.hold(self.connection)
@@ -414,6 +488,15 @@ def _handler_for(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._serve("GET")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -198,6 +198,9 @@ def test_provider_request_fields_are_accepted_and_ignored(
         "thinking": {"type": "enabled", "budget_tokens": 2048},
         "metadata": {"user_id": "u-1"},
         "service_tier": "auto",
+        # Prompt caching (SPEC §15): automatic caching and cache diagnostics.
+        "cache_control": {"type": "ephemeral"},
+        "diagnostics": {"previous_message_id": None},
     }
     response = client.post(endpoint, json={"messages": HISTORY, **forwarded})
     assert response.status_code == 200, response.text
@@ -213,6 +216,9 @@ def test_provider_request_fields_are_accepted_and_ignored(
         "reasoning_effort": "low",
         "stop": ["END"],
         "store": False,
+        "prompt_cache_key": "session-1",
+        "prompt_cache_retention": "24h",
+        "prompt_cache_options": {"mode": "explicit", "ttl": "30m"},
     }
     assert client.post(endpoint, json={"messages": HISTORY, **openai}).status_code == 200
 

@@ -17,12 +17,15 @@ from app.cli import app
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE
+from tests.console import Ran, run_main
 
 runner = CliRunner()
 
 
 def _compactor(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real console entry point in a child process (no test runner in between)."""
+    """The real console entry point in a child process (no test runner in between): what
+    an operator sees, import-time output included. The other cases run `main()` in
+    process (tests/console.py): the same code, without an interpreter start each."""
     return subprocess.run(
         [sys.executable, "-c", "from app.cli import main; main()", *args],
         env={**os.environ, **env},
@@ -33,7 +36,7 @@ def _compactor(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complet
     )
 
 
-def _one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+def _one_line_error(result: subprocess.CompletedProcess[str] | Ran, *fragments: str) -> str:
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -89,10 +92,20 @@ def test_an_empty_variable_means_no_keys(tmp_path: Path) -> None:
     ],
 )
 def test_serve_refuses_bad_configuration_in_one_line(
-    tmp_path: Path, env: dict[str, str], fragment: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    fragment: str,
 ) -> None:
-    result = _compactor("serve", "--host", "0.0.0.0", env=env, cwd=tmp_path)
+    result = run_main(monkeypatch, capsys, "serve", "--host", "0.0.0.0", env=env, cwd=tmp_path)
     _one_line_error(result, fragment)
+
+
+def test_the_real_command_refuses_bad_configuration_in_one_line(tmp_path: Path) -> None:
+    env = {"COMPACTOR_API_KEYS": "a:key-aaaaaaaa,b:key-aaaaaaaa"}
+    result = _compactor("serve", "--host", "0.0.0.0", env=env, cwd=tmp_path)
+    _one_line_error(result, "a key of its own")
 
 
 # --- item 13: other commands ------------------------------------------------------------
@@ -103,11 +116,14 @@ def test_migrate_against_an_unreachable_database_is_one_line(tmp_path: Path) -> 
     _one_line_error(_compactor("migrate", env=env, cwd=tmp_path), "database error")
 
 
-def test_estimate_of_an_invalid_history_is_one_line(tmp_path: Path) -> None:
+def test_estimate_of_an_invalid_history_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"messages": [{"role": "user"}], "keep_recent": 1}')
     env = {"COMPACTOR_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"}
-    _one_line_error(_compactor("estimate", str(bad), env=env, cwd=tmp_path), "keep_recent")
+    result = run_main(monkeypatch, capsys, "estimate", str(bad), env=env, cwd=tmp_path)
+    _one_line_error(result, "keep_recent")
 
 
 def test_estimate_in_the_wrong_format_says_so(tmp_path: Path) -> None:

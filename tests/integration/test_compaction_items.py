@@ -19,8 +19,8 @@ from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.settings import Settings
 from tests.integration.fake_providers import DEFAULT_SUMMARY, OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
-from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import close_clients, openai_client
+from tests.live_server import live_server
 
 MODEL = "gpt-4"  # an 8,192-token window: threshold 6,963
 OPAQUE = {
@@ -63,13 +63,16 @@ def service(tmp_path: Path, summarizer: OpenAIFake, upstream: FakeUpstream) -> I
         summarizer_api_key="sk-summarizer",
         state_key="a-state-key-for-tests",
     )
-    with live_service(settings) as url:
+    with live_server(settings) as url:
         yield url
     close_clients()
 
 
 def prompt_of(summarizer: OpenAIFake, index: int = -1) -> str:
-    return json.dumps(summarizer.received[index].body)
+    """What the summarizer was asked: its user turn (the system prompt is the fixed
+    instructions, which name the tags themselves)."""
+    messages = summarizer.received[index].body["messages"]
+    return json.dumps(messages[1:])
 
 
 def compact(service: str, messages: list[Any], **fields: Any) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from app.settings import Settings
 OPERATIONS = sorted(
     f"{method.upper()} {path}"
     for path, methods in json.loads(openapi_json())["paths"].items()
-    for method in methods
-    if not path.startswith("/v1/")
+    for method, operation in methods.items()
+    if not path.startswith("/v1/") and "proxy" not in operation.get("tags", [])
 )
 
 # Relayed to an upstream, whose statuses (5xx included) reach the caller unchanged. The
@@ -41,15 +41,40 @@ OPERATIONS = sorted(
 # and are fuzzed like the rest.
 RELAYED = {"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models"}
 
-# Operations that take input at all: the only ones with invalid cases to generate.
-WITH_INPUT = sorted(
-    f"{method.upper()} {path}"
+
+def _path_only(operation: dict[str, Any]) -> bool:
+    """Its only input is the path: schemathesis can negate nothing but a path segment,
+    and spends seconds of generation to come up with one case (measured: 1 of 25)."""
+    parameters = operation.get("parameters") or []
+    return (
+        bool(parameters)
+        and not operation.get("requestBody")
+        and all(p["in"] == "path" for p in parameters)
+    )
+
+
+_LOCAL = [
+    (path, method, operation)
     for path, methods in json.loads(openapi_json())["paths"].items()
     for method, operation in methods.items()
+    if path not in RELAYED and not path.startswith("/v1/models/")
+]
+# Operations that take a query or a body: the ones with invalid cases to generate.
+WITH_INPUT = sorted(
+    f"{method.upper()} {path}"
+    for path, method, operation in _LOCAL
     if (operation.get("parameters") or operation.get("requestBody"))
-    and path not in RELAYED
-    and not path.startswith("/v1/models/")
+    and not _path_only(operation)
+    and "proxy" not in operation.get("tags", [])
 )
+# Operations on one session and nothing else: their invalid inputs are listed instead.
+PATH_ONLY = sorted(
+    f"{method.upper()} {path}" for path, method, operation in _LOCAL if _path_only(operation)
+)
+# Outside the session id's schema (1-200 characters, no NUL), and odd ones within it.
+# ".." is a dot segment the HTTP client resolves before sending (RFC 3986 §5.2.4): the
+# request would be for "/", not for a session. "..." is sent as it is.
+BAD_SESSION_IDS = ["x" * 201, "é" * 201, "a\x00b", "\x00", "...", "%", "\U0001f600" * 3, "0" * 5000]
 PROBLEM_JSON = "application/problem+json"
 
 
@@ -107,6 +132,15 @@ def test_invalid_input_never_fails_with_5xx(api: Any, label: str) -> None:
         pytest.skip(f"{label}: its schema admits every value, so nothing is invalid")
 
 
+@pytest.mark.parametrize("label", PATH_ONLY)
+def test_invalid_session_ids_are_4xx(api: Any, label: str) -> None:
+    method, path = label.split(" ", 1)
+    operation = api[path][method]
+    for session_id in BAD_SESSION_IDS:
+        response = operation.Case(path_parameters={"session_id": session_id}).call()
+        assert 400 <= response.status_code < 500, (label, session_id[:20], response.text[:300])
+
+
 HUGE_INTEGERS = [2**63 - 1, 2**63, 2**64 + 1, -(2**63) - 1, 10**40]
 
 
@@ -135,4 +169,7 @@ def test_huge_integers_in_query_parameters_are_4xx(api: Any) -> None:
 def test_every_operation_is_fuzzed() -> None:
     assert len(OPERATIONS) >= 15
     assert "POST /compact" in OPERATIONS and "POST /sessions/{session_id}/prepare" in OPERATIONS
+    # Every operation with input gets invalid input: generated, or listed for the path.
+    assert "POST /sessions/{session_id}/prepare" in PATH_ONLY and "POST /compact" in WITH_INPUT
+    assert set(PATH_ONLY).isdisjoint(WITH_INPUT)
     assert st is not None

@@ -56,7 +56,7 @@ def test_body_over_the_limit_without_content_length_is_413() -> None:
         ({"messages": [{"role": "user", "content": 42}]}, ("messages[0].content",)),
         ({"messages": [], "context_window": -5}, ("context_window",)),
         ({"messages": [], "tokenizer": "gpt2"}, ("tokenizer",)),
-        ({"messages": [], "format": "gemini"}, ("format",)),
+        ({"messages": [], "format": "mistral"}, ("format",)),
         ({"messages": [], "usage": [{"message_index": -1}]}, ("usage.0.message_index",)),
         (
             {"messages": [{"role": "user", "content": [{"type": "tool_use", "name": "x"}]}]},

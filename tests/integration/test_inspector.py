@@ -134,6 +134,11 @@ def test_the_transcript_is_paginated(open_site: tuple[TestClient, BuiltSession])
     assert 'class="next"' not in beyond
 
 
+def test_huge_inspector_pages_are_refused(client: TestClient) -> None:
+    response = client.get("/ui", params={"page": 10**30})
+    assert response.status_code == 422, response.text
+
+
 def test_the_sessions_list_links_each_session(
     open_site: tuple[TestClient, BuiltSession],
 ) -> None:

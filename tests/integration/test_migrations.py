@@ -10,7 +10,14 @@ from app.store.database import create_db_engine
 from app.store.migrate import downgrade, upgrade
 from app.store.models import Base
 
-TABLES = {"sessions", "transcript_entries", "compactions", "idempotency_keys", "summary_cache"}
+TABLES = {
+    "sessions",
+    "transcript_entries",
+    "compactions",
+    "idempotency_keys",
+    "summary_cache",
+    "ui_logins",
+}
 
 
 def _tables(url: str) -> set[str]:
@@ -42,6 +49,17 @@ def test_models_match_the_migrations(database_url: str) -> None:
         engine.dispose()
 
 
+# Each replica imports everything first, then waits for the word: the three then race on
+# the first migration of a fresh database at the same moment, however slow their starts.
+_REPLICA = """
+import sys
+from app.store.migrate import upgrade
+print("ready", flush=True)
+sys.stdin.readline()
+upgrade(sys.argv[1])
+"""
+
+
 def test_replicas_migrating_together_all_succeed(postgres_server: str) -> None:
     """AUTO_MIGRATE with several replicas starting at once: an advisory lock makes them
     take turns instead of racing to create the same tables (issue 11)."""
@@ -51,18 +69,33 @@ def test_replicas_migrating_together_all_succeed(postgres_server: str) -> None:
 
     import psycopg
 
-    for _ in range(3):  # three fresh databases: the race is on the first migration
-        name = f"t_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{name}"')
-        url = postgres_server.rsplit("/", 1)[0] + f"/{name}"
-        script = f"from app.store.migrate import upgrade; upgrade({url!r})"
-        runs = [
-            subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
-            for _ in range(3)
-        ]
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = postgres_server.rsplit("/", 1)[0] + f"/{name}"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _REPLICA, url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        for run in runs:
+            assert run.stdout is not None and run.stdout.readline() == "ready\n"
+        for run in runs:
+            assert run.stdin is not None
+            run.stdin.write("go\n")
+            run.stdin.flush()
         errors = [run.communicate(timeout=120)[1] for run in runs]
-        assert [run.returncode for run in runs] == [0, 0, 0], [err[-500:] for err in errors]
-        assert _tables(url) == TABLES
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+    assert [run.returncode for run in runs] == [0, 0, 0], [err[-500:] for err in errors]
+    assert _tables(url) == TABLES
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

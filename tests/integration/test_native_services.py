@@ -15,7 +15,7 @@ from app.api.state import AppState
 from app.engine.clearing import CLEARED_RESULT_PREFIX
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
 from app.engine.errors import CompactionStateError
-from app.formats.vendor.native_anthropic_reply import report_in_reply
+from app.formats.apis.messages_reports import report_in_reply
 from app.main import build_state
 from app.settings import Settings
 from tests.conftest import CLAUDE_CODE, load_json
@@ -142,14 +142,12 @@ def test_pause_after_compaction_and_clearing_edits_report_in_the_sdk_shape(
             message["content"].insert(0, {"type": "thinking", "thinking": "Let me think. " * 50})
     edited = asyncio.run(service.apply(body, "default"))
     thinking, clear = edited.applied_edits
-    assert thinking["type"] == "clear_thinking_20251015"
-    assert thinking["cleared_thinking_turns"] > 0 and thinking["cleared_input_tokens"] > 0
-    assert clear["type"] == "clear_tool_uses_20250919"
-    assert clear["cleared_tool_uses"] > 0 and clear["cleared_input_tokens"] > 0
+    assert thinking.type == "clear_thinking_20251015"
+    assert thinking.cleared_thinking_turns > 0 and thinking.cleared_input_tokens > 0
+    assert clear.type == "clear_tool_uses_20250919"
+    assert clear.cleared_tool_uses > 0 and clear.cleared_input_tokens > 0
     assert edited.input_tokens == (
-        edited.original_input_tokens
-        - thinking["cleared_input_tokens"]
-        - clear["cleared_input_tokens"]
+        edited.original_input_tokens - thinking.cleared_input_tokens - clear.cleared_input_tokens
     )
     # Clearing alone took the history under the compaction trigger: nothing to pause for.
     assert edited.input_tokens <= 30_000
@@ -160,7 +158,7 @@ def test_pause_after_compaction_and_clearing_edits_report_in_the_sdk_shape(
     cm["edits"] = [cm["edits"][2]]
     paused = asyncio.run(service.apply(request(context_management=cm), "default"))
     assert paused.paused
-    assert paused.context_management() == {"applied_edits": []}
+    assert paused.has_edits and paused.applied_edits == ()
 
 
 def test_clear_tool_uses_keeps_the_newest_and_counts_what_it_saved(state: AppState) -> None:
@@ -183,9 +181,9 @@ def test_clear_tool_uses_keeps_the_newest_and_counts_what_it_saved(state: AppSta
         for block in message["content"]
         if block["type"] == "tool_result"
     ]
-    assert sum(CLEARED_RESULT_PREFIX in t for t in texts) == report["cleared_tool_uses"]
+    assert sum(CLEARED_RESULT_PREFIX in t for t in texts) == report.cleared_tool_uses
     assert all(CLEARED_RESULT_PREFIX not in t for t in texts[-3:])
-    assert edited.input_tokens == edited.original_input_tokens - report["cleared_input_tokens"]
+    assert edited.input_tokens == edited.original_input_tokens - report.cleared_input_tokens
 
 
 def test_responses_compaction_item_replaces_everything_before_it(state: AppState) -> None:
@@ -238,7 +236,7 @@ def test_clear_tool_inputs_can_name_the_tools_whose_inputs_go(state: AppState) -
     }
     body = request(context_management=cm)
     edited = asyncio.run(state.native.anthropic.apply(body))
-    assert edited.applied_edits[0]["cleared_tool_uses"] > 0
+    assert edited.applied_edits[0].cleared_tool_uses > 0
     before = {
         b["id"]: b
         for m in body["messages"]

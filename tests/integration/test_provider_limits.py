@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from app.settings import Settings
 from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.test_providers import KEY, compact_body
@@ -25,8 +24,9 @@ def fake() -> Iterator[OpenAIFake]:
 
 
 @pytest.fixture
-def client(fake: OpenAIFake, tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(
+def settings(fake: OpenAIFake, tmp_path: Path) -> Settings:
+    """The `client` of this module summarizes through the fake provider."""
+    return Settings(
         database_url=f"sqlite:///{tmp_path / 'compactor.db'}",
         summarizer="openai",
         summarizer_base_url=f"{fake.base_url}/v1",
@@ -35,8 +35,6 @@ def client(fake: OpenAIFake, tmp_path: Path) -> Iterator[TestClient]:
         summarizer_max_retries=0,
         summarizer_max_reply_bytes=LIMIT,
     )
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
 
 
 def _gzip_bomb(decoded_bytes: int) -> bytes:

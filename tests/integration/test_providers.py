@@ -117,7 +117,10 @@ def user_prompt(received_body: dict[str, Any], wire: str) -> str:
     messages = received_body["messages"]
     user = messages[-1] if wire == "openai" else messages[0]
     assert user["role"] == "user"
-    text: str = user["content"]
+    content = user["content"]
+    if isinstance(content, list):  # Anthropic: text blocks, most stable first
+        return "\n\n".join(block["text"] for block in content)
+    text: str = content
     return text
 
 
@@ -166,6 +169,8 @@ def test_openai_call_is_instruction_prompt_and_budget_without_tools(
         "chunks": 1,
         "input_tokens": 1200,
         "output_tokens": 300,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
     }
 
 
@@ -269,7 +274,14 @@ def test_anthropic_call_carries_system_budget_and_thinking(
     assert "authorization" not in call.headers
     sent = call.body
     assert sent["model"] == "claude-sonnet-4-5"
-    assert sent["system"] == SUMMARIZER_SYSTEM_PROMPT
+    # The fixed instructions end at a cache breakpoint (SPEC §15).
+    assert sent["system"] == [
+        {
+            "type": "text",
+            "text": SUMMARIZER_SYSTEM_PROMPT,
+            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        }
+    ]
     assert len(sent["messages"]) == 1
     assert "tools" not in sent and "tool_choice" not in sent
     assert sent["max_tokens"] == budget(reserve_tokens or 32_768, 64_000)
@@ -643,7 +655,7 @@ def test_outside_the_lifespan_the_service_is_unavailable(
 def _request() -> SummaryRequest:
     return SummaryRequest(
         system_prompt="only the summary",
-        prompt="<conversation>\n[user]: hi\n</conversation>",
+        prompt_parts=("<conversation>\n[user]: hi\n</conversation>",),
         messages=(),
         previous_summary=None,
         instructions=None,

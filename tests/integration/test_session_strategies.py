@@ -3,7 +3,6 @@ SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,9 +42,9 @@ def _app(url: str, summarizer: Any = None) -> TestClient:
 
 
 @pytest.fixture
-def client(database_url: str) -> Iterator[TestClient]:
-    with _app(database_url) as test_client:
-        yield test_client
+def settings(database_url: str) -> Settings:
+    """The `client` of this module serves each store backend."""
+    return Settings(database_url=database_url)
 
 
 def _session(client: TestClient, **settings: Any) -> str:

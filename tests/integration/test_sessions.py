@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,9 +25,9 @@ def _app(url: str, summarizer: Any = None, **settings: Any) -> TestClient:
 
 
 @pytest.fixture
-def client(database_url: str) -> Iterator[TestClient]:
-    with _app(database_url) as test_client:
-        yield test_client
+def settings(database_url: str) -> Settings:
+    """The `client` of this module serves each store backend."""
+    return Settings(database_url=database_url)
 
 
 @pytest.mark.parametrize("path", [BIG_ANTHROPIC, BIG_OPENAI], ids=["anthropic", "openai"])

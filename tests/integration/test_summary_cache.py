@@ -15,9 +15,11 @@ from app.services.proxy.summary_cache import (
     PrefixHashes,
     PrefixMemo,
     SummaryCache,
+    ignoring_store_errors,
     scope_key,
 )
 from app.store.database import create_db_engine, session_factory
+from app.store.summaries import SqlSummaryStore
 
 HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(10)]
 
@@ -25,7 +27,7 @@ HISTORY: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range
 @pytest.fixture
 def cache_factory(database_url: str) -> Iterator[Any]:
     engine = create_db_engine(database_url)
-    yield lambda bound: SummaryCache(session_factory(engine), bound)
+    yield lambda bound: SummaryCache(SqlSummaryStore(session_factory(engine), bound))
     engine.dispose()
 
 
@@ -110,3 +112,23 @@ def test_a_summary_read_before_is_a_fresh_copy_and_goes_with_its_row(
     cache.store("t1", scope, PrefixHashes(HISTORY), summary(5))
     assert cache.longest("t1", scope, memoized(HISTORY[:5], memo)) is None
     assert cache.longest("t1", scope, memoized(HISTORY, memo)) == summary(5)
+
+
+def test_a_store_that_cannot_answer_is_a_miss_never_a_failed_request(tmp_path: Any) -> None:
+    # A database without the table: the adapter raises the store's own error, and the
+    # tolerant wrapper the proxy uses turns it into a miss, naming the driver's error.
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    cache = SummaryCache(SqlSummaryStore(session_factory(engine), 10))
+    scope = scope_key("openai", None, [], [])
+    failures: list[str] = []
+    try:
+        found = ignoring_store_errors(
+            lambda: cache.longest("t1", scope, PrefixHashes(HISTORY)), failures.append
+        )
+        stored = ignoring_store_errors(
+            lambda: cache.store("t1", scope, PrefixHashes(HISTORY), summary(3)), failures.append
+        )
+    finally:
+        engine.dispose()
+    assert found is None and stored is None
+    assert failures == ["OperationalError", "OperationalError"]

@@ -10,11 +10,7 @@ import pytest
 
 from app.engine.counting.count_cache import TokenCountCache
 from app.engine.counting.estimate import UsageReport, estimate_context
-from app.engine.counting.images import (
-    anthropic_image_tokens,
-    image_size_from_base64,
-    openai_image_tokens,
-)
+from app.engine.counting.images import ANTHROPIC_PIXELS, GPT_4O_TILES, image_size_from_base64
 from app.registry import load_registry
 from app.services.estimation import EstimationService
 from app.services.history import HistoryInput
@@ -112,9 +108,9 @@ def test_image_size_is_read_from_headers(make: object) -> None:
 
 
 def test_provider_image_formulas() -> None:
-    assert openai_image_tokens(1024, 1024, "high") == 85 + 170 * 4
-    assert openai_image_tokens(4000, 4000, "low") == 85
-    assert anthropic_image_tokens(1000, 1000) == 1334
+    assert GPT_4O_TILES.tokens(1024, 1024, "high") == 85 + 170 * 4
+    assert GPT_4O_TILES.tokens(4000, 4000, "low") == 85
+    assert ANTHROPIC_PIXELS.tokens(1000, 1000, None) == 1334
 
 
 def test_images_cost_by_size_when_known_and_default_otherwise(

@@ -50,7 +50,7 @@ def summarize(
 ) -> str:
     request = SummaryRequest(
         system_prompt="",
-        prompt="",
+        prompt_parts=(),
         messages=tuple(messages),
         previous_summary=previous,
         instructions=instructions,

@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
+from app.engine import native_edits as ne
 from app.engine.errors import CompactionStateError, InvalidContextManagementError
-from app.formats.vendor import native_anthropic as na
-from app.formats.vendor import native_responses as nr
-from app.formats.vendor.native_anthropic_reply import (
-    NativeReport,
+from app.engine.native_edits import CompactionReport, NativeReport
+from app.formats.apis import messages_edits as na
+from app.formats.apis import responses_context as nr
+from app.formats.apis.messages_reports import (
     StreamReportWriter,
     paused_stream,
     report_in_reply,
 )
-from app.formats.vendor.native_responses_reply import ResponsesStreamItemWriter, item_in_reply
+from app.formats.apis.responses_reports import ResponsesStreamItemWriter, item_in_reply
 from app.services.native.signed_state import StateSigner
 
 
@@ -32,9 +33,11 @@ def test_edits_parse_with_the_vendor_defaults_and_order() -> None:
         }
     )
     assert edits == (
-        na.ClearThinkingEdit(keep_turns=1),
-        na.ClearToolUsesEdit(trigger=na.Trigger("input_tokens", 100_000), keep=3),
-        na.CompactEdit(trigger_tokens=150_000),
+        ne.ClearThinkingEdit(na.CLEAR_THINKING, keep_turns=1),
+        ne.ClearToolUsesEdit(
+            na.CLEAR_TOOL_USES, trigger=ne.Trigger("input_tokens", 100_000), keep=3
+        ),
+        ne.CompactEdit(na.COMPACT, trigger_tokens=150_000),
     )
 
 
@@ -60,13 +63,14 @@ def test_edits_parse_every_option() -> None:
             ]
         }
     )
-    assert clear == na.ClearToolUsesEdit(
-        na.Trigger("tool_uses", 4), 1, 500, ("web_search",), ("Bash",)
+    assert clear == ne.ClearToolUsesEdit(
+        na.CLEAR_TOOL_USES, ne.Trigger("tool_uses", 4), 1, 500, ("web_search",), ("Bash",)
     )
-    assert thinking == na.ClearThinkingEdit(keep_turns=None)
-    assert compact == na.CompactEdit(50_000, "Keep file paths.", True)
+    assert thinking == ne.ClearThinkingEdit(na.CLEAR_THINKING, keep_turns=None)
+    assert compact == ne.CompactEdit(na.COMPACT, 50_000, "Keep file paths.", True)
     keep_two = {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}}
-    assert na.parse_context_management({"edits": [keep_two]}) == (na.ClearThinkingEdit(2),)
+    two_turns = ne.ClearThinkingEdit(na.CLEAR_THINKING, 2)
+    assert na.parse_context_management({"edits": [keep_two]}) == (two_turns,)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +127,7 @@ def test_compaction_blocks_are_found_and_null_ones_ignored() -> None:
         {"role": "user", "content": "new"},
     ]
     mark = na.last_compaction(messages)
-    assert mark == na.CompactionMark(1, 0, "SUMMARY-1", None)
+    assert mark == ne.CompactionMark(1, 0, "SUMMARY-1", None)
     after = na.after_compaction(messages, mark)
     assert after[0] == _assistant(TEXT) and after[1:] == messages[2:]
     assert na.without_compaction_blocks(after) == [
@@ -166,7 +170,7 @@ def _sse(data: dict[str, Any]) -> bytes:
 
 
 BLOCK = na.compaction_block("SUMMARY", "ccs1.state.mac")
-REPORT = NativeReport(BLOCK, (900, 120), {"applied_edits": []})
+REPORT = NativeReport(CompactionReport("SUMMARY", "ccs1.state.mac", 900, 120), (), has_edits=True)
 
 
 def test_stream_writer_puts_the_compaction_block_first_whatever_the_chunking() -> None:
@@ -232,10 +236,10 @@ def test_reply_and_paused_reply_carry_the_report() -> None:
 
 def test_responses_context_management_and_items() -> None:
     assert nr.parse_context_management(None) is None
-    assert nr.parse_context_management([{"type": "compaction"}]) == nr.CompactionEntry(None)
+    assert nr.parse_context_management([{"type": "compaction"}]) == ne.CompactionEntry(None)
     assert nr.parse_context_management(
         [{"type": "compaction", "compact_threshold": 2000}]
-    ) == nr.CompactionEntry(2000)
+    ) == ne.CompactionEntry(2000)
     for bad in ([{"type": "truncate"}], [{"type": "compaction", "compact_threshold": 0}], {}):
         with pytest.raises(InvalidContextManagementError):
             nr.parse_context_management(bad)

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.compaction.marker import SUMMARY_MARKER, SummaryMarker, previous_summary_of
+from app.engine.compaction.marker import SUMMARY_MARKER, SummaryMarker
 from app.engine.compaction.orchestration import SummaryOptions, plan_compaction, summarize_plan
 from app.engine.compaction.prompts import (
     SUMMARIZER_SYSTEM_PROMPT,
+    SUMMARY_CACHE_KEY,
     SUMMARY_SECTIONS,
     build_summary_prompt,
+    build_summary_prompt_parts,
 )
 from app.engine.compaction.serialize import serialize_for_summary
 from app.engine.errors import EmptySummaryError, SummaryTruncatedError
@@ -48,32 +50,69 @@ def test_serialization_labels_roles_calls_results_and_truncates_long_results() -
     assert "[User]: [image]" in text
 
 
-def test_first_prompt_asks_for_every_section_in_order() -> None:
-    prompt = build_summary_prompt("[User]: hi", None, None)
-    positions = [prompt.index(section) for section in SUMMARY_SECTIONS]
+def test_the_instructions_ask_for_every_section_in_order() -> None:
+    # The format lives in the system prompt, the same for a first summary and an update.
+    positions = [SUMMARIZER_SYSTEM_PROMPT.index(section) for section in SUMMARY_SECTIONS]
     assert positions == sorted(positions)
+    assert "- [x]" in SUMMARIZER_SYSTEM_PROMPT and "- [ ]" in SUMMARIZER_SYSTEM_PROMPT
+    assert "1." in SUMMARIZER_SYSTEM_PROMPT
+    assert "file paths" in SUMMARIZER_SYSTEM_PROMPT
+    assert "error\nmessages verbatim" in SUMMARIZER_SYSTEM_PROMPT
+    assert "do not continue" in SUMMARIZER_SYSTEM_PROMPT.lower()
+    prompt = build_summary_prompt("[User]: hi", None, None)
     assert "<previous-summary>" not in prompt
-    assert "- [x]" in prompt and "- [ ]" in prompt and "1." in prompt
-    assert "file paths" in prompt and "error\nmessages verbatim" in prompt
+    assert prompt.startswith("<conversation>\n[User]: hi\n</conversation>")
+    assert "Summarize the conversation above" in prompt
 
 
-def test_update_prompt_carries_the_previous_summary_and_the_focus() -> None:
+def test_update_prompt_carries_the_previous_summary_first_and_the_focus_last() -> None:
+    parts = build_summary_prompt_parts("[User]: more", "## Goal\nold goal", "focus on tests")
+    # Most stable first: the previous summary, then the conversation and the task.
+    assert parts[0] == "<previous-summary>\n## Goal\nold goal\n</previous-summary>"
+    assert parts[1].startswith("<conversation>\n[User]: more\n</conversation>")
     prompt = build_summary_prompt("[User]: more", "## Goal\nold goal", "focus on tests")
-    assert "<previous-summary>\n## Goal\nold goal\n</previous-summary>" in prompt
+    assert prompt == "\n\n".join(parts)
     for phrase in ("keep all information", "move items", "Next Steps", "no longer relevant"):
         assert phrase in prompt
+        assert phrase in SUMMARIZER_SYSTEM_PROMPT
     assert prompt.rstrip().endswith("focus on tests")
-    assert "do not continue" in SUMMARIZER_SYSTEM_PROMPT.lower()
+
+
+def test_every_summary_call_starts_with_the_same_instructions() -> None:
+    calls: list[SummaryRequest] = []
+
+    class Recording:
+        info = SummarizerInfo("fake", "fake")
+
+        async def summarize(self, request: SummaryRequest) -> SummaryResult:
+            calls.append(request)
+            return SummaryResult("## Goal\n- go on")
+
+    options = SummaryOptions(output_budget=1000, thinking=ThinkingLevel.OFF)
+    first = plan_compaction([user("a" * 100), assistant("b"), user("c")], [30, 5, 5], 10)
+    asyncio.run(summarize_plan(first, Recording(), options, CharsPerTokenTokenizer()))
+    summary = SummaryMarker().render("## Goal\n- go on")
+    update = plan_compaction(
+        [user(summary), user("d" * 100), assistant("e"), user("f")], [30, 30, 5, 5], 10
+    )
+    focused = SummaryOptions(output_budget=1000, thinking=ThinkingLevel.OFF, instructions="x")
+    asyncio.run(summarize_plan(update, Recording(), focused, CharsPerTokenTokenizer()))
+    assert [c.system_prompt for c in calls] == [SUMMARIZER_SYSTEM_PROMPT] * 2
+    assert calls[0].cache_key == calls[1].cache_key == SUMMARY_CACHE_KEY
+    assert calls[0].stable_parts == 0
+    assert calls[1].stable_parts == 1
+    assert calls[1].prompt_parts[0].startswith("<previous-summary>")
 
 
 def test_marker_round_trip_and_only_text_user_messages_count() -> None:
-    text = SummaryMarker().render("## Goal\nx")
+    marker = SummaryMarker()
+    text = marker.render("## Goal\nx")
     assert text.startswith("[Context summary") and "]\n\n" in text
     assert text.split("\n", 1)[0] == SUMMARY_MARKER
-    assert previous_summary_of(user(text)) == "## Goal\nx"
-    assert previous_summary_of(assistant(text)) is None
-    assert previous_summary_of(user("[Context summary without the blank line]")) is None
-    assert previous_summary_of(tool("t", text)) is None
+    assert marker.previous_summary(user(text)) == "## Goal\nx"
+    assert marker.previous_summary(assistant(text)) is None
+    assert marker.previous_summary(user("[Context summary without the blank line]")) is None
+    assert marker.previous_summary(tool("t", text)) is None
 
 
 class ScriptedSummarizer:
@@ -187,7 +226,7 @@ def test_a_long_request_already_in_the_goal_is_not_quoted_again() -> None:
     summarizer = ExtractiveSummarizer()
     summary_request = SummaryRequest(
         system_prompt="",
-        prompt="",
+        prompt_parts=(),
         messages=tuple(folded),
         previous_summary=None,
         instructions=None,

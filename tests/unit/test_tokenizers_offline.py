@@ -65,7 +65,7 @@ def test_a_missing_ranks_file_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(ENCODINGS))
 def test_fast_counter_agrees_with_tiktoken_on_real_transcript_texts(name: str) -> None:
-    from app.engine.counting.accounting import CountingRules, message_cost_parts
+    from app.engine.counting.accounting import CountingRules, message_cost
     from app.formats import anthropic
     from app.formats.registry import FORMATS
     from app.tokenizers.bpe import TokenizerRegistry
@@ -75,7 +75,7 @@ def test_fast_counter_agrees_with_tiktoken_on_real_transcript_texts(name: str) -
     assert getattr(tokenizer, "uses_fast_counter", False), "bpe-openai counter not in use"
     conversation = anthropic.parse(load_json(BIG_ANTHROPIC)["messages"])
     rules = CountingRules(dialect=FORMATS.get("anthropic").dialect)
-    texts = [t for m in conversation.messages for t in message_cost_parts(m, rules)[1]]
+    texts = [t for m in conversation.messages for t in message_cost(m, rules).texts]
     mismatches = [
         t[:80]
         for t in texts

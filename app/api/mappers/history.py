@@ -11,6 +11,7 @@ from app.api.schemas.history import (
     HistoryIn,
     SummarizerOut,
 )
+from app.engine.compaction.strategy import StrategyName
 from app.engine.counting.estimate import UsageReport
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
@@ -23,8 +24,15 @@ def history_input(body: HistoryIn) -> HistoryInput:
         format=body.format,
         system=body.system,
         tools=body.tools,
-        functions=body.functions,
-        tool_choice=body.tool_choice if body.tool_choice is not None else body.function_call,
+        tool_fields={
+            name: value
+            for name, value in (
+                ("functions", body.functions),
+                ("tool_choice", body.tool_choice),
+                ("function_call", body.function_call),
+            )
+            if value is not None and value != []
+        },
         model=body.model,
         context_window=body.context_window,
         reserve_tokens=body.reserve_tokens,
@@ -41,7 +49,7 @@ def compact_options(body: CompactIn) -> CompactOptions:
         force=body.force,
         instructions=body.instructions,
         thinking=body.thinking,
-        strategy=body.strategy,
+        strategy=StrategyName(body.strategy) if body.strategy is not None else None,
         clear=clear_settings(body.clear),
         pinned=tuple(body.pinned),
     )
@@ -53,9 +61,10 @@ def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOu
     return EstimateOut(
         tokens=estimate.tokens,
         method=f"usage+{method}" if estimate.anchor is not None else method,
-        exact=counted.exact and estimate.anchor is None,
+        exact=counted.exact,
         encoding=counted.choice.tokenizer.name,
         model=counted.choice.model.name or None,
+        model_known=counted.model_known,
         breakdown=Breakdown(
             system=estimate.system,
             tools=estimate.tools,
@@ -64,6 +73,7 @@ def estimate_out(counted: CountedHistory, estimate_floor: int = 0) -> EstimateOu
         ),
         per_message=list(estimate.per_message),
         context_window=counted.settings.effective_window,
+        context_window_source=counted.context_window_source.value,
         reserve_tokens=counted.settings.reserve_tokens,
         threshold=counted.threshold,
         should_compact=counted.should_compact,
@@ -80,7 +90,10 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
         "tools": body.tools,
         "tokens_before": outcome.tokens_before,
         "threshold": counted.threshold,
-        "strategy": body.strategy,
+        "context_window": counted.settings.effective_window,
+        "context_window_source": counted.context_window_source.value,
+        "model_known": counted.model_known,
+        "strategy": outcome.strategy,
     }
     if not outcome.compacted:
         return CompactOut(
@@ -97,7 +110,7 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
         messages=outcome.messages,
         tokens_after=outcome.tokens_after,
         estimate_floor=len(outcome.messages),
-        applied=list(outcome.applied),
+        applied=[step.value for step in outcome.applied],
         cleared_tool_uses=cleared_out(outcome.cleared),
         tokens_cleared=sum(c.tokens_saved for c in outcome.cleared),
         **common,
@@ -121,6 +134,8 @@ def compact_out(body: CompactIn, outcome: CompactionOutcome) -> CompactOut:
                 chunks=summary.chunks,
                 input_tokens=summary.usage.input_tokens,
                 output_tokens=summary.usage.output_tokens,
+                cache_read_tokens=summary.usage.cache_read_tokens,
+                cache_write_tokens=summary.usage.cache_write_tokens,
             ),
             "restored_facts": restored_out(finished.restored) if finished else [],
             "current_request": finished.current_request if finished else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.api.mappers.history import estimate_out
+from app.api.mappers.strategy import clear_in, clear_settings, cleared_out, strategy_name
 from app.api.schemas.history import SummarizerOut
 from app.api.schemas.sessions import (
     CompactionOut,
@@ -11,14 +12,12 @@ from app.api.schemas.sessions import (
     SessionIn,
     SessionOut,
 )
-from app.api.schemas.strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
-from app.engine.clearing import ClearSettings
+from app.api.schemas.strategy import RestoredFactOut
 from app.services.sessions.service import CompactResult, ContextView, NewSession
 from app.services.sessions.views import CompactionRecord, SessionSettings, SessionView
 
 
 def new_session(body: SessionIn) -> NewSession:
-    clear = body.clear
     return NewSession(
         model=body.model,
         format=body.format,
@@ -30,33 +29,11 @@ def new_session(body: SessionIn) -> NewSession:
             trigger_tokens=body.trigger_tokens,
             keep_recent_tokens=body.keep_recent_tokens,
             thinking=body.thinking,
-            strategy=body.strategy,
-            clear=(
-                ClearSettings(
-                    trigger=clear.trigger,
-                    keep=clear.keep,
-                    clear_at_least=clear.clear_at_least,
-                    exclude_tools=tuple(clear.exclude_tools),
-                    clear_tool_inputs=clear.clear_tool_inputs,
-                )
-                if clear is not None
-                else None
-            ),
+            strategy=strategy_name(body.strategy),
+            clear=clear_settings(body.clear) if body.clear is not None else None,
             pinned=tuple(body.pinned or ()),
         ),
         metadata=dict(body.metadata),
-    )
-
-
-def _clear_in(clear: ClearSettings | None) -> ClearIn | None:
-    if clear is None:
-        return None
-    return ClearIn(
-        trigger=clear.trigger,
-        keep=clear.keep,
-        clear_at_least=clear.clear_at_least,
-        exclude_tools=list(clear.exclude_tools),
-        clear_tool_inputs=clear.clear_tool_inputs,
     )
 
 
@@ -73,8 +50,8 @@ def session_out(view: SessionView) -> SessionOut:
         trigger_tokens=settings.trigger_tokens,
         keep_recent_tokens=settings.keep_recent_tokens,
         thinking=settings.thinking,
-        strategy=settings.effective_strategy,
-        clear=_clear_in(settings.clear),
+        strategy=settings.effective_strategy.value,
+        clear=clear_in(settings.clear) if settings.clear is not None else None,
         pinned=list(settings.pinned),
         metadata=view.metadata,
         message_count=view.entry_count,
@@ -101,20 +78,11 @@ def compaction_out(record: CompactionRecord) -> CompactionOut:
         ),
         instructions=record.instructions,
         previous_id=record.previous_id,
-        strategy=record.strategy,
-        applied=list(record.applied),
+        strategy=record.strategy.value,
+        applied=[step.value for step in record.applied],
         restored_facts=[RestoredFactOut(kind=f.kind, text=f.text) for f in record.restored_facts],
         current_request=record.current_request,
-        cleared_tool_uses=[
-            ClearedToolUseOut(
-                tool_call_id=c.tool_call_id,
-                tool_name=c.tool_name,
-                placeholder=c.placeholder,
-                input_cleared=c.input_placeholder is not None,
-                tokens_saved=c.tokens_saved,
-            )
-            for c in record.cleared_tool_uses
-        ],
+        cleared_tool_uses=cleared_out(record.cleared_tool_uses),
     )
 
 

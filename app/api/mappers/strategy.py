@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 
 from app.api.schemas.strategy import ClearedToolUseOut, ClearIn, RestoredFactOut
 from app.engine.clearing import ClearedToolUse, ClearSettings
 from app.engine.compaction.pinned import PinnedFact
+from app.engine.compaction.strategy import StrategyName
+
+
+def strategy_name(name: str | None) -> StrategyName | None:
+    """The strategy a request names (already one of the registered names), or None."""
+    return StrategyName(name) if name is not None else None
+
+
+# The `clear` object and the engine's ClearSettings have the same fields, by name: a
+# field added to one and not the other fails here, loudly, on the first request.
+
+
+def clear_in(clear: ClearSettings) -> ClearIn:
+    """The `clear` object of an answer, from engine clearing settings."""
+    return ClearIn.model_validate({**asdict(clear), "exclude_tools": list(clear.exclude_tools)})
 
 
 def clear_settings(clear: ClearIn) -> ClearSettings:
     """Engine clearing settings from the request's `clear` object."""
-    return ClearSettings(
-        trigger=clear.trigger,
-        keep=clear.keep,
-        clear_at_least=clear.clear_at_least,
-        exclude_tools=tuple(clear.exclude_tools),
-        clear_tool_inputs=clear.clear_tool_inputs,
-    )
+    return ClearSettings(**{**clear.model_dump(), "exclude_tools": tuple(clear.exclude_tools)})
 
 
 def restored_out(facts: Iterable[PinnedFact]) -> list[RestoredFactOut]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from app.api.auth import Tenant
-from app.api.deps import Compaction, Estimation, Native
+from app.api.deps import Stateless
 from app.api.disconnect import run_until_disconnect
 from app.api.mappers.history import compact_options, compact_out, estimate_out, history_input
 from app.api.problems import documented
@@ -27,13 +27,9 @@ _COMPACT_ERRORS = documented(
 
 
 @router.post("/estimate", response_model=EstimateOut, responses=_ESTIMATE_ERRORS)
-def estimate(
-    body: EstimateIn, estimation: Estimation, native: Native, tenant: Tenant
-) -> EstimateOut:
+def estimate(body: EstimateIn, stateless: Stateless, tenant: Tenant) -> EstimateOut:
     """Count a history's tokens and say whether it must be compacted before the next call."""
-    # A compaction item this service wrote counts as the history it stands for.
-    history = native.responses.expand_history(history_input(body), tenant)
-    return estimate_out(estimation.count(history))
+    return estimate_out(stateless.estimate(history_input(body), tenant))
 
 
 @router.post(
@@ -42,14 +38,13 @@ def estimate(
     responses=_COMPACT_ERRORS,
 )
 async def compact(
-    body: CompactIn, request: Request, compaction: Compaction, native: Native, tenant: Tenant
+    body: CompactIn, request: Request, stateless: Stateless, tenant: Tenant
 ) -> Response:
     """Fold the older part of a history into one summary message, keep the recent part."""
-    # A compaction item this service wrote is rebuilt, its summary the previous summary.
-    history = native.responses.expand_history(history_input(body), tenant)
+    history = history_input(body)
     options = compact_options(body)
     # A client that disconnects cancels the compaction, and with it the model call.
     outcome = await run_until_disconnect(
-        request, lambda caller_gone: compaction.compact(history, options, caller_gone)
+        request, lambda caller_gone: stateless.compact(history, options, tenant, caller_gone)
     )
     return await answer_off_loop(lambda: compact_out(body, outcome))

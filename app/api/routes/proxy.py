@@ -1,8 +1,14 @@
-"""Proxy mode (SPEC §10): the OpenAI and Anthropic APIs, forwarded to the configured
-upstreams with context management on the way. Point an SDK's base_url here."""
+"""Proxy mode (SPEC §10): the vendors' model APIs, forwarded to the configured upstreams
+with context management on the way. Point an SDK's base_url here.
+
+One route per registered vendor API (`app.formats.apis.registry`), each its own OpenAPI
+operation; a new API in the registry is a new route here with no code.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -11,18 +17,18 @@ from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
 from app.api.auth import proxy_tenant
-from app.api.caller_headers import caller_headers
 from app.api.deps import get_state
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, Problem
+from app.api.proxy_headers import answer_headers, caller_headers
 from app.api.relay import RelayedStream, whole_answer
 from app.api.state import AppState
 from app.engine.ports import CallerGone
-from app.formats.vendor.apis import CHAT_COMPLETIONS, MESSAGES, RESPONSES, ProxyApi
-from app.services.proxy.call import ProxyAnswer, ProxyCall, ProxyMode
-from app.services.proxy.service import ProxyService
-
-# The service's own headers never reach the upstream.
+from app.formats.apis.protocol import VendorApi
+from app.formats.apis.registry import VENDOR_APIS, path_under_base, upstream_for
+from app.services.proxy.call import ProxyCall, ProxyMode
+from app.services.proxy.report import ProxyAnswer
+from app.services.proxy.service import PlainCall, ProxyService
 
 router = APIRouter(tags=["proxy"])
 
@@ -60,11 +66,16 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
         "with stream: true); errors from the upstream pass through with their own status.",
         "content": {"application/json": {}, "text/event-stream": {}},
     },
-    400: {"model": Problem, "description": "An invalid X-Compactor-Mode."},
+    400: {
+        "model": Problem,
+        "description": "An invalid X-Compactor-Mode, native context management the "
+        "service refuses (on-demand compaction refusals come in the vendor's own error "
+        "shape, with its error_code), or no upstream is configured for this API (in the "
+        "vendor's error shape, naming the variable to set).",
+    },
     401: {"model": Problem},
     404: {"model": Problem, "description": "X-Compactor-Session names no session."},
     502: {"model": Problem, "description": "The upstream is unreachable."},
-    503: {"model": Problem, "description": "No upstream is configured for this API."},
     504: {"model": Problem, "description": "The upstream did not answer in time."},
 }
 _BODY = {
@@ -97,102 +108,107 @@ def _mode(presented: str | None, default: str) -> ProxyMode:
         ) from None
 
 
-def _answer(answer: ProxyAnswer) -> Response:
-    headers = [*answer.headers, *answer.report.headers()]
+def proxy_response(answer: ProxyAnswer) -> Response:
+    """A proxy answer as HTTP: relayed as a stream, or whole, with the report headers."""
+    headers = answer_headers(answer)
     if answer.stream is not None:
         return RelayedStream(answer.stream, answer.status, headers)
     return whole_answer(answer.status, headers, answer.body)
 
 
-async def _forward(
-    request: Request,
-    api: ProxyApi,
-    proxy: ProxyService,
-    state: State,
-    tenant: str,
-    mode: str | None,
-    session: str | None,
-) -> Response:
-    raw = await request.body()
-    proxy_mode = _mode(mode, state.settings.proxy_mode)
-    call = ProxyCall(
-        api=api,
-        tenant=tenant,
-        raw=raw,
-        headers=caller_headers(request),
-        mode=proxy_mode,
-        session_id=session.strip() if session and session.strip() else None,
-        query=request.url.query,
+def _route(api: VendorApi) -> Any:
+    async def forward(
+        request: Request,
+        proxy: Proxy,
+        state: State,
+        tenant: ProxyTenant,
+        mode: ModeHeader = None,
+        session: SessionHeader = None,
+    ) -> Response:
+        call = ProxyCall(
+            api=api,
+            tenant=tenant,
+            raw=await request.body(),
+            headers=caller_headers(request),
+            mode=_mode(mode, state.settings.proxy_mode),
+            session_id=session.strip() if session and session.strip() else None,
+            query=request.url.query,
+            path_params=path_params(request, api.path_choices),
+            idempotency_key=request.headers.get("idempotency-key"),
+        )
+
+        async def work(caller_gone: CallerGone) -> ProxyAnswer:
+            return await proxy.forward(replace(call, caller_gone=caller_gone))
+
+        return proxy_response(await run_until_disconnect(request, work))
+
+    return forward
+
+
+_PATH_PARAMETER = re.compile(r"{(\w+)}")
+
+
+def openapi_extra(route: str, choices: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The operation's JSON body, and the path parameters of its template (`{model}`):
+    the generic route function does not name them, so they are declared here."""
+    parameters = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "enum": list(choices[name])}
+            if name in choices
+            else {"type": "string"},
+        }
+        for name in _PATH_PARAMETER.findall(route)
+    ]
+    return {**_BODY, "parameters": parameters} if parameters else _BODY
+
+
+def path_params(request: Request, choices: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """The request's path parameters; one outside the values its API allows is 404."""
+    params = dict(request.path_params)
+    for name, allowed in choices.items():
+        if params.get(name) not in allowed:
+            raise ApiError(404, "Not found", f"no route {request.url.path}", "not-found")
+    return params
+
+
+for _api in VENDOR_APIS:
+    router.add_api_route(
+        _api.route,
+        _route(_api),
+        methods=["POST"],
+        name=_api.name,
+        description=_api.description,
+        responses=_ANSWERS,
+        openapi_extra=openapi_extra(_api.route, _api.path_choices),
     )
-
-    async def work(caller_gone: CallerGone) -> ProxyAnswer:
-        return await proxy.forward(replace(call, caller_gone=caller_gone))
-
-    return _answer(await run_until_disconnect(request, work))
-
-
-@router.post("/v1/chat/completions", responses=_ANSWERS, openapi_extra=_BODY)
-async def chat_completions(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """OpenAI Chat Completions, forwarded; the history compacted when over the threshold."""
-    return await _forward(request, CHAT_COMPLETIONS, proxy, state, tenant, mode, session)
-
-
-@router.post("/v1/messages", responses=_ANSWERS, openapi_extra=_BODY)
-async def messages(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """Anthropic Messages, forwarded; `messages` compacted when over the threshold."""
-    return await _forward(request, MESSAGES, proxy, state, tenant, mode, session)
-
-
-@router.post("/v1/responses", responses=_ANSWERS, openapi_extra=_BODY)
-async def responses(
-    request: Request,
-    proxy: Proxy,
-    state: State,
-    tenant: ProxyTenant,
-    mode: ModeHeader = None,
-    session: SessionHeader = None,
-) -> Response:
-    """OpenAI Responses, forwarded; `input` items compacted when over the threshold."""
-    return await _forward(request, RESPONSES, proxy, state, tenant, mode, session)
-
-
-def _models_api(request: Request) -> tuple[ProxyApi, str]:
-    # Anthropic's SDK always sends anthropic-version; OpenAI's never does.
-    if "anthropic-version" in request.headers:
-        return MESSAGES, "/v1/models"
-    return CHAT_COMPLETIONS, "/models"
 
 
 async def _forward_models(
     request: Request, proxy: ProxyService, tenant: str, suffix: str
 ) -> Response:
-    api, path = _models_api(request)
-    call = ProxyCall(
-        api=api,
-        tenant=tenant,
-        raw=b"",
+    return proxy_response(await proxy.forward_plain(_models_call(request, "/v1/models" + suffix)))
+
+
+def _models_call(request: Request, path: str) -> PlainCall:
+    """A model-list GET forwarded as sent, to the upstream its headers and path name."""
+    upstream = upstream_for(path, request.headers.keys())
+    return PlainCall(
+        upstream=upstream,
+        method="GET",
+        path=path_under_base(upstream, path),
         headers=caller_headers(request),
-        mode=ProxyMode.OFF,
         query=request.url.query,
+        label=VENDOR_APIS.for_upstream(upstream).name,
     )
-    return _answer(await proxy.forward_plain(call, path + suffix, "GET"))
 
 
-_MODEL_ANSWERS = {k: v for k, v in _ANSWERS.items() if k != 400}
+_MODEL_ANSWERS = {
+    **_ANSWERS,
+    400: {"model": Problem, "description": "No upstream is configured for this API."},
+}
 
 
 @router.get("/v1/models", responses=_MODEL_ANSWERS)
@@ -202,8 +218,20 @@ async def list_models(request: Request, proxy: Proxy, tenant: ProxyTenant) -> Re
 
 
 @router.get("/v1/models/{model_id}", responses=_MODEL_ANSWERS)
-async def get_model(request: Request, proxy: Proxy, tenant: ProxyTenant, model_id: str) -> Response:
-    """One model, from the upstream."""
+async def get_model(
+    request: Request, proxy: Proxy, state: State, tenant: ProxyTenant, model_id: str
+) -> Response:
+    """One model, from the upstream; Anthropic's `capabilities` then also flag the context
+    management the service emulates (its edits and on-demand compaction)."""
     if model_id in (".", ".."):
         raise ApiError(404, "Not found", "no such model", "not-found")
-    return await _forward_models(request, proxy, tenant, "/" + quote(model_id, safe=""))
+    call = _models_call(request, "/v1/models/" + quote(model_id, safe=""))
+    answer = await proxy.forward_plain(call)
+    wire = VENDOR_APIS.for_upstream(call.upstream).context_management
+    emulated = state.settings.native_edits == "emulate"
+    if wire is not None and emulated and answer.status == 200 and answer.stream is not None:
+        # A model object is small: read it whole to write the emulated capabilities in.
+        body = b"".join([chunk async for chunk in answer.stream])
+        headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+        answer = replace(answer, headers=headers, body=wire.with_capabilities(body), stream=None)
+    return proxy_response(answer)

@@ -17,6 +17,7 @@ from app.api.mappers.sessions import (
     prepare_out,
     session_out,
 )
+from app.api.mappers.strategy import strategy_name
 from app.api.problems import documented
 from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.sessions import (
@@ -166,7 +167,7 @@ async def compact_session(
             body.instructions,
             body.thinking,
             gone,
-            strategy=body.strategy,
+            strategy=strategy_name(body.strategy),
         ),
     )
     return await answer_off_loop(lambda: prepare_out(result))

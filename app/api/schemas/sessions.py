@@ -7,8 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.history import CompactionSettingsIn, EstimateOut, Format, SummarizerOut
+from app.api.schemas.history import CompactionSettingsIn, EstimateOut, SummarizerOut
+from app.api.schemas.names import Format
 from app.api.schemas.strategy import (
+    DEFAULT_STRATEGY,
     PINNED_DESCRIPTION,
     STRATEGY_DESCRIPTION,
     AppliedStep,
@@ -40,14 +42,14 @@ class SessionOut(BaseModel):
     id: str
     model: str | None
     format: Format | None
-    system: str | list[dict[str, Any]] | None
+    system: str | list[dict[str, Any]] | dict[str, Any] | None
     tools: list[dict[str, Any]]
     context_window: int | None = None
     reserve_tokens: int | None = None
     trigger_tokens: int | None = None
     keep_recent_tokens: int | None = None
     thinking: ThinkingLevel | None = None
-    strategy: Strategy = "summarize"
+    strategy: Strategy = DEFAULT_STRATEGY
     clear: ClearIn | None = None
     pinned: list[str] = Field(default_factory=list)
     metadata: dict[str, Any]
@@ -89,7 +91,7 @@ class TranscriptOut(BaseModel):
 
 class ContextOut(BaseModel):
     format: Format
-    system: str | list[dict[str, Any]] | None
+    system: str | list[dict[str, Any]] | dict[str, Any] | None
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     estimate: EstimateOut
@@ -106,7 +108,7 @@ class CompactionOut(BaseModel):
     summarizer: SummarizerOut
     instructions: str | None
     previous_id: str | None
-    strategy: Strategy = "summarize"
+    strategy: Strategy = DEFAULT_STRATEGY
     applied: list[AppliedStep] = Field(default_factory=list)
     restored_facts: list[RestoredFactOut] = Field(default_factory=list)
     current_request: str | None = None

@@ -7,20 +7,31 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.limits import MAX_TOKENS
+from app.api.schemas.names import (
+    DEFAULT_STRATEGY,
+    STRATEGY_DESCRIPTION,
+    AppliedStep,
+    Strategy,
+)
 from app.api.schemas.strict import StrictBody
 
-Strategy = Literal["summarize", "clear_tool_results", "auto"]
-AppliedStep = Literal["clear_tool_results", "summarize"]
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "PINNED_DESCRIPTION",
+    "STRATEGY_DESCRIPTION",
+    "AppliedStep",
+    "ClearIn",
+    "ClearedToolUseOut",
+    "FactKindName",
+    "PinnedText",
+    "RestoredFactOut",
+    "Strategy",
+]
+
 FactKindName = Literal[
     "goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"
 ]
 PinnedText = Annotated[str, Field(min_length=1, max_length=4_000)]
-
-STRATEGY_DESCRIPTION = (
-    "summarize: fold older messages into one summary message (default). "
-    "clear_tool_results: replace old tool results with short placeholders, no model call. "
-    "auto: clear first, summarize only if still over the threshold."
-)
 PINNED_DESCRIPTION = (
     "Facts every summary must keep verbatim (added back if the summarizer dropped them)."
 )

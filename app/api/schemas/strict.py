@@ -35,6 +35,7 @@ PROVIDER_REQUEST_FIELDS = frozenset(
         "prediction",
         "presence_penalty",
         "prompt_cache_key",
+        "prompt_cache_options",
         "prompt_cache_retention",
         "reasoning_effort",
         "response_format",
@@ -61,9 +62,11 @@ PROVIDER_REQUEST_FIELDS = frozenset(
         "reasoning",
         "text",
         "truncation",
-        # Anthropic Messages
+        # Anthropic Messages (`cache_control` top-level: automatic prompt caching)
+        "cache_control",
         "container",
         "context_management",
+        "diagnostics",
         "mcp_servers",
         "stop_sequences",
         "thinking",
@@ -105,16 +108,21 @@ class StrictBody(BaseModel):
         try:
             handler({k: v for k, v in data.items() if k not in unknown})
         except ValidationError as exc:
-            # Re-raised as they were: same location, message and type name.
-            line_errors.extend(
-                {
-                    "type": PydanticCustomError(error["type"], error["msg"]),
-                    "loc": error["loc"],
-                    "input": error["input"],
-                }
-                for error in exc.errors(include_url=False)
-            )
+            line_errors.extend(as_line_errors(exc))
         raise ValidationError.from_exception_data(cls.__name__, line_errors)
+
+
+def as_line_errors(exc: ValidationError) -> list[Any]:
+    """The errors of `exc`, to be raised again beside others: same location, message and
+    type name."""
+    return [
+        {
+            "type": PydanticCustomError(error["type"], error["msg"]),
+            "loc": error["loc"],
+            "input": error["input"],
+        }
+        for error in exc.errors(include_url=False)
+    ]
 
 
 def unknown_field_message(model: type[BaseModel], name: str) -> str:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.history import TokenizerName
+from app.api.schemas.names import DEFAULT_TOKENIZER, TokenizerName
 
 PATH_MAX = 4096
 SourceKindOut = Literal[
@@ -62,7 +62,7 @@ class SystemPromptIn(_Strict):
     model: str | None = Field(
         default=None, max_length=200, description="Chooses the tokenizer, as in /estimate."
     )
-    tokenizer: TokenizerName = "auto"
+    tokenizer: TokenizerName = DEFAULT_TOKENIZER
 
 
 class SourceOut(BaseModel):

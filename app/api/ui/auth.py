@@ -1,60 +1,46 @@
-"""Who is looking at the inspector: a Bearer key, or the cookie the login form set.
+"""Who is looking at the inspector: a Bearer key, or the login cookie the form set.
 
-The cookie holds a SHA-256 digest of the API key, not the key: it opens the inspector
-(Path=/ui) and nothing else, since the API itself accepts only the key as a Bearer token.
+The cookie holds a random login token, not the key nor anything derived from it; the
+store knows the login (`InspectorLogins`), expires it and forgets it at logout. It opens
+the inspector (Path=/ui) and nothing else: the API itself accepts only keys.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from urllib.parse import urlsplit
 
 from fastapi import Request, Response
 
-from app.api.auth import DEFAULT_TENANT
+from app.api.auth import DEFAULT_TENANT, tenant_of_key
 from app.api.deps import get_state
+from app.api.problems import ApiError
 
 COOKIE_NAME = "compactor_ui"
 COOKIE_PATH = "/ui"
-# A login lasts a working day; the cookie ends with the browser session at the latest then.
-COOKIE_MAX_AGE = 12 * 3600
-
-
-def key_digest(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def keys_configured(request: Request) -> bool:
     return bool(get_state(request).api_keys)
 
 
-def tenant_of_digest(request: Request, digest: str) -> str | None:
-    """The tenant whose key has this digest; every key is compared, whichever matches."""
-    keys = get_state(request).api_keys
-    tenant = None
-    for key, owner in keys.items():
-        if hmac.compare_digest(key_digest(key).encode(), digest.encode()):
-            tenant = owner
-    return tenant
-
-
 def ui_tenant(request: Request) -> str | None:
     """The viewer's tenant, or None when they must log in first."""
-    if not keys_configured(request):
+    state = get_state(request)
+    if not state.api_keys:
         return DEFAULT_TENANT
     scheme, _, presented = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and presented.strip():
-        return tenant_of_digest(request, key_digest(presented.strip()))
-    cookie = request.cookies.get(COOKIE_NAME)
-    return tenant_of_digest(request, cookie) if cookie else None
+        return tenant_of_key(state.api_keys, presented)
+    token = request.cookies.get(COOKIE_NAME)
+    return state.ui_logins.tenant_of(token) if token else None
 
 
-def set_login_cookie(request: Request, response: Response, key: str) -> None:
+def set_login_cookie(request: Request, response: Response, token: str) -> None:
     response.set_cookie(
         COOKIE_NAME,
-        key_digest(key),
-        max_age=COOKIE_MAX_AGE,
+        token,
+        max_age=get_state(request).ui_logins.lifetime_seconds,
         path=COOKIE_PATH,
         httponly=True,
         samesite="strict",
@@ -70,6 +56,30 @@ def clear_login_cookie(request: Request, response: Response) -> None:
         samesite="strict",
         secure=request.url.scheme == "https",
     )
+
+
+def is_cross_site(request: Request) -> bool:
+    """A request another site's page made (CSRF): the browser says so in its headers.
+
+    `Sec-Fetch-Site` where the browser sends it; else an `Origin` that is not this host.
+    An `Origin` of "null" is what a browser sends under Referrer-Policy: no-referrer from
+    this site's own form too, so on its own it is not taken as cross-site."""
+    if request.headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return True
+    origin = request.headers.get("origin")
+    return origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")
+
+
+def same_site_only(request: Request) -> None:
+    """Refuses a state-changing request made by another site's page (403)."""
+    if request.method not in _SAFE_METHODS and is_cross_site(request):
+        raise ApiError(
+            403,
+            "Cross-site request refused",
+            "the inspector takes logins and logouts only from its own pages: open /ui/login "
+            "on this site and send the form from there",
+            "cross-site-refused",
+        )
 
 
 def safe_next(target: str | None) -> str:

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote
 
+import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app.api.deps import Sessions
+from app.api.auth import tenant_of_key
+from app.api.deps import Sessions, State
 from app.api.ui.auth import (
+    COOKIE_NAME,
     clear_login_cookie,
-    key_digest,
     keys_configured,
     safe_next,
+    same_site_only,
     set_login_cookie,
-    tenant_of_digest,
     ui_tenant,
 )
 from app.api.ui.chart import layout_chart, tokens_label
@@ -45,7 +48,8 @@ templates = Jinja2Templates(env=_environment)
 # Far past any real transcript; bounds what reaches the database as an offset.
 MAX_PAGE = 10**9
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+# Every state-changing request (login, logout) made by another site's page is refused.
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(same_site_only)])
 
 Viewer = Annotated[str | None, Depends(ui_tenant)]
 
@@ -55,6 +59,7 @@ def get_inspector(sessions: Sessions) -> InspectorService:
 
 
 Inspector = Annotated[InspectorService, Depends(get_inspector)]
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
 def _render(
@@ -63,7 +68,11 @@ def _render(
     """A page with a per-response nonce: only its own inline style and script run."""
     nonce = secrets.token_urlsafe(16)
     response = templates.TemplateResponse(
-        request, name, {**context, "nonce": nonce}, status_code=status_code
+        request,
+        name,
+        # `logged_in` shows the Log out button: only where API keys make a login.
+        {"logged_in": keys_configured(request), **context, "nonce": nonce},
+        status_code=status_code,
     )
     response.headers["Content-Security-Policy"] = (
         f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
@@ -85,7 +94,7 @@ def sessions_page(
     request: Request,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page: PageNumber = 1,
 ) -> Response:
     """The viewer's sessions, newest first, a page at a time."""
     if viewer is None:
@@ -94,7 +103,7 @@ def sessions_page(
     return _render(
         request,
         "sessions.html",
-        {"listing": listing, "tenant": viewer, "logged_in": keys_configured(request)},
+        {"listing": listing, "tenant": viewer},
     )
 
 
@@ -104,7 +113,7 @@ def session_page(
     session_id: str,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page: PageNumber = 1,
 ) -> Response:
     """One session: its token curve, compactions with summary diffs, and its transcript."""
     if viewer is None:
@@ -115,7 +124,7 @@ def session_page(
         return _render(
             request,
             "not_found.html",
-            {"session_id": session_id, "logged_in": keys_configured(request)},
+            {"session_id": session_id},
             status_code=404,
         )
     return _render(
@@ -126,18 +135,26 @@ def session_page(
             "chart": layout_chart(inspection.curve),
             "entries_per_page": ENTRIES_PER_PAGE,
             "tenant": viewer,
-            "logged_in": keys_configured(request),
         },
     )
 
 
-def _cross_site(request: Request) -> bool:
-    """A form posted from another site (login CSRF): the browser says so in its headers."""
-    if request.headers.get("sec-fetch-site") == "cross-site":
-        return True
-    origin = request.headers.get("origin")
-    # "null" is what a browser sends under Referrer-Policy: no-referrer, from this site too.
-    return origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")
+@router.get("/requests", response_class=HTMLResponse)
+def requests_page(request: Request, viewer: Viewer, state: State) -> Response:
+    """The viewer's recent stateless proxy requests and what the proxy decided for each."""
+    if viewer is None:
+        return _to_login(request)
+    decisions = state.recent_decisions
+    return _render(
+        request,
+        "requests.html",
+        {
+            "decisions": [(datetime.fromtimestamp(d.at, UTC), d) for d in decisions.recent(viewer)],
+            "kept": decisions.per_tenant,
+            "with_content": decisions.with_content,
+            "tenant": viewer,
+        },
+    )
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -151,35 +168,35 @@ def login_form(request: Request, next: str | None = None) -> Response:
 
 
 @router.post("/login", response_class=HTMLResponse)
-async def login(request: Request) -> Response:
-    """Checks the key; a valid one sets the cookie and goes on to the page asked for."""
+async def login(request: Request, state: State) -> Response:
+    """Checks the key; a valid one starts a login (ending the browser's previous one),
+    sets its cookie and goes on to the page asked for."""
     form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
     key = (form.get("key") or [""])[0].strip()
     target = safe_next((form.get("next") or [""])[0])
-    if not keys_configured(request):
+    if not state.api_keys:
         return RedirectResponse(target, status_code=303)
-    if _cross_site(request):
-        return _render(
-            request,
-            "login.html",
-            {"next": target, "error": "Log in from this site's own form.", "keys": True},
-            status_code=403,
-        )
-    if not key or tenant_of_digest(request, key_digest(key)) is None:
+    tenant = tenant_of_key(state.api_keys, key) if key else None
+    if tenant is None:
         return _render(
             request,
             "login.html",
             {"next": target, "error": "That API key is not valid.", "keys": True},
             status_code=401,
         )
+    previous = request.cookies.get(COOKIE_NAME)
+    token = await anyio.to_thread.run_sync(state.ui_logins.log_in, tenant, key, previous)
     response = RedirectResponse(target, status_code=303)
-    set_login_cookie(request, response, key)
+    set_login_cookie(request, response, token)
     return response
 
 
 @router.post("/logout")
-def logout(request: Request) -> Response:
-    """Forgets the key this browser gave."""
+def logout(request: Request, state: State) -> Response:
+    """Ends this browser's login on the server (every replica) and clears its cookie."""
+    token = request.cookies.get(COOKIE_NAME)
+    if token and state.api_keys:
+        state.ui_logins.log_out(token)
     response = RedirectResponse("/ui/login", status_code=303)
     clear_login_cookie(request, response)
     return response

@@ -88,8 +88,3 @@ class SummaryMarker:
 
 
 DEFAULT_MARKER = SummaryMarker()
-
-
-def previous_summary_of(message: Message, marker: SummaryMarker = DEFAULT_MARKER) -> str | None:
-    """The previous summary carried by `message` (ours or a known agent's), if any."""
-    return marker.previous_summary(message)

@@ -9,7 +9,11 @@ from dataclasses import dataclass, replace
 
 from app.engine.compaction.cut_point import find_cut_index
 from app.engine.compaction.marker import DEFAULT_MARKER, SummaryMarker
-from app.engine.compaction.prompts import SUMMARIZER_SYSTEM_PROMPT, build_summary_prompt
+from app.engine.compaction.prompts import (
+    SUMMARIZER_SYSTEM_PROMPT,
+    SUMMARY_CACHE_KEY,
+    build_summary_prompt_parts,
+)
 from app.engine.compaction.serialize import DEFAULT_TOOL_RESULT_LIMIT, serialize_for_summary
 from app.engine.errors import (
     CallerGoneError,
@@ -115,21 +119,20 @@ async def summarize_plan(
         )
         request = SummaryRequest(
             system_prompt=SUMMARIZER_SYSTEM_PROMPT,
-            prompt=build_summary_prompt(conversation, running, options.instructions),
+            prompt_parts=build_summary_prompt_parts(conversation, running, options.instructions),
             messages=tuple(chunk),
             previous_summary=running,
             instructions=options.instructions,
             max_output_tokens=options.output_budget,
             thinking=options.thinking,
+            stable_parts=1 if running is not None else 0,
+            cache_key=SUMMARY_CACHE_KEY,
         )
         result, used_attempts, thinking = await summarize_with_retry(
             summarizer, request, caller_gone
         )
         attempts += used_attempts
-        usage = SummaryUsage(
-            usage.input_tokens + result.usage.input_tokens,
-            usage.output_tokens + result.usage.output_tokens,
-        )
+        usage = usage.plus(result.usage)
         running = result.text.strip()
     assert running is not None  # at least one chunk: the plan is never empty
     return SummaryOutcome(running, attempts, thinking, len(chunks), usage)
@@ -164,13 +167,7 @@ async def summarize_with_retry(
         result = await summarizer.summarize(replace(request, thinking=lowest))
         attempts = 2
         # The truncated attempt was paid for too: report what both cost.
-        result = replace(
-            result,
-            usage=SummaryUsage(
-                discarded.input_tokens + result.usage.input_tokens,
-                discarded.output_tokens + result.usage.output_tokens,
-            ),
-        )
+        result = replace(result, usage=discarded.plus(result.usage))
         if result.truncated:
             raise SummaryTruncatedError(
                 f"summary hit the output limit of {request.max_output_tokens} tokens again "

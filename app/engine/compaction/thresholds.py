@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 DEFAULT_RESERVE_TOKENS = 32_768
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
+DEFAULT_TRIGGER_RATIO = 0.85
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,8 @@ class CompactionSettings:
     trigger_tokens: int | None = None
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
     fallback_window: int = 128_000
+    # The share of a known window the threshold may reach (a per-model policy sets it).
+    trigger_ratio: float = DEFAULT_TRIGGER_RATIO
 
     @property
     def effective_window(self) -> int:
@@ -30,14 +33,15 @@ def compaction_threshold(settings: CompactionSettings) -> int:
         return settings.trigger_tokens
     reserve = settings.reserve_tokens
     window = settings.context_window
+    ratio = settings.trigger_ratio
     if window is None:
         fallback = settings.fallback_window
         # The chapter's rule is fallback - reserve; a reserve at least as large as the
         # fallback window would make that zero or negative, so the small-window rule applies.
-        return fallback - reserve if fallback > reserve else max(1, math.floor(0.85 * fallback))
+        return fallback - reserve if fallback > reserve else max(1, math.floor(ratio * fallback))
     if window > reserve:
-        return min(math.floor(0.85 * window), window - reserve)
-    return max(1, math.floor(0.85 * window))
+        return min(math.floor(ratio * window), window - reserve)
+    return max(1, math.floor(ratio * window))
 
 
 def should_compact(tokens: int, settings: CompactionSettings) -> bool:

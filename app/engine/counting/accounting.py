@@ -13,13 +13,13 @@ reported in an `Estimated` flag, so the caller can say `exact: false` and why.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
 from typing import Any
 
 from app.engine.counting.images import (
     ANTHROPIC_PIXELS,
+    GEMINI_TILES,
     GPT_4O_TILES,
     ImageCostRule,
 )
@@ -31,6 +31,7 @@ from app.engine.counting.tools import (
 )
 from app.engine.messages import Block, BlockKind, Message, Role
 from app.engine.ports import Tokenizer
+from app.engine.tools import ToolSet
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -60,10 +61,18 @@ class ImageRule(StrEnum):
 
     TILES = "tiles"  # OpenAI: base + per 512-px tile (gpt-4o constants)
     PIXELS = "pixels"  # Anthropic: width × height / 750
+    FIXED_TILES = "fixed_tiles"  # Gemini: 258 per image up to 384 px, per 768-px tile beyond
 
     @property
     def default_rule(self) -> ImageCostRule:
-        return GPT_4O_TILES if self is ImageRule.TILES else ANTHROPIC_PIXELS
+        return _DEFAULT_IMAGE_RULES[self]
+
+
+_DEFAULT_IMAGE_RULES = {
+    ImageRule.TILES: GPT_4O_TILES,
+    ImageRule.PIXELS: ANTHROPIC_PIXELS,
+    ImageRule.FIXED_TILES: GEMINI_TILES,
+}
 
 
 class Estimated(IntFlag):
@@ -103,6 +112,8 @@ class CountingDialect:
     frame_system_text: bool = False
     # Counts may be exact when the model's own encoding is used (OpenAI's published rules).
     exact_capable: bool = False
+    # JSON tool definitions: the tool-use system prompt the vendor adds when tools are sent.
+    tools_preamble: int = ANTHROPIC_TOOLS_PREAMBLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +123,9 @@ class CountingRules:
 
     dialect: CountingDialect
     tools_rendering: ToolsRendering = DEFAULT_RENDERING
+    # Other layouts the model might use: where its own is not confirmed for a request's
+    # tools, the largest of their counts is taken, so an unconfirmed count is never under.
+    tools_upper_bounds: tuple[ToolsRendering, ...] = ()
     # The model family's image formula; None: the dialect's fallback, reported estimated.
     image_rule: ImageCostRule | None = None
     image_tokens: int = DEFAULT_IMAGE_TOKENS
@@ -124,7 +138,7 @@ class CountingRules:
         # the key again (a tuple of dataclasses would rehash each field every time).
         key = (
             f"{self.dialect.name}|{self.tools_rendering!r}|{self.image_rule!r}"
-            f"|{self.image_tokens}|{self.token_factor!r}",
+            f"|{self.image_tokens}|{self.token_factor!r}|{self.tools_upper_bounds!r}",
         )
         object.__setattr__(self, "cache_key", key)
 
@@ -191,12 +205,6 @@ def _guessed_block(block: Block, message: Message) -> Estimated:
     return Estimated.BLOCKS
 
 
-def message_cost_parts(message: Message, rules: CountingRules) -> tuple[int, list[str]]:
-    """(fixed tokens, texts still to tokenize) for one message, framing included."""
-    cost = message_cost(message, rules)
-    return cost.fixed, cost.texts
-
-
 def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> int:
     """Tokens of a top-level system prompt (Anthropic `system`, or a given system text)."""
     if not text:
@@ -208,12 +216,11 @@ def count_system_text(text: str, tokenizer: Tokenizer, rules: CountingRules) -> 
 
 
 def count_tools(
-    tools: Sequence[Any],
+    tools: ToolSet,
     tokenizer: Tokenizer,
     rules: CountingRules,
     *,
     system_text: str | None = None,
-    tool_choice: Any = None,
 ) -> ToolsCost:
     """Tokens the tool definitions cost; `system_text` is the request's first system
     message text (None when it has none), which OpenAI's rendering shares."""
@@ -221,14 +228,19 @@ def count_tools(
         return ToolsCost(tokens=0, exact=True)
     if rules.dialect.tools is ToolsRule.TYPESCRIPT_NAMESPACE:
         cost = count_function_tools(
-            tools,
-            tokenizer,
-            rules.tools_rendering,
-            system_text=system_text,
-            tool_choice=tool_choice,
+            tools, tokenizer, rules.tools_rendering, system_text=system_text
         )
-        return ToolsCost(tokens=rules.scaled(cost.tokens), exact=cost.exact)
-    tokens = ANTHROPIC_TOOLS_PREAMBLE + sum(tokenizer.count(_compact_json(t)) for t in tools)
+        tokens = cost.tokens
+        if not cost.exact:
+            # The model's layout is not confirmed for these tools: count under every
+            # layout known and keep the largest, so the guess is never below the truth.
+            for layout in rules.tools_upper_bounds:
+                other = count_function_tools(tools, tokenizer, layout, system_text=system_text)
+                tokens = max(tokens, other.tokens)
+        return ToolsCost(tokens=rules.scaled(tokens), exact=cost.exact)
+    tokens = rules.dialect.tools_preamble + sum(
+        tokenizer.count(_compact_json(t.raw)) for t in tools.definitions
+    )
     return ToolsCost(tokens=rules.scaled(tokens), exact=False)
 
 

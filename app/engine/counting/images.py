@@ -88,6 +88,9 @@ class ImageRuleKind(StrEnum):
     TILES = "tiles"  # OpenAI gpt-4o family: base + per 512-px tile after scaling
     PATCHES = "patches"  # OpenAI gpt-4.1-mini/-nano, o4-mini: 32-px patches x a factor
     PIXELS = "pixels"  # Anthropic: width x height / 750 after fitting the size limits
+    # Gemini: `per_tile` for an image up to `small_edge` px on both sides, else
+    # `per_tile` for each `tile_size`-px tile covering it.
+    FIXED_TILES = "fixed_tiles"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,9 @@ class ImageCostRule:
     divisor: int = 750
     max_long_edge: int = 1568
     max_pixels: int = 1_150_000
+    # fixed_tiles: the tile edge, and the size up to which an image is one tile.
+    tile_size: int = 768
+    small_edge: int = 384
 
     def tokens(self, width: int | None, height: int | None, detail: str | None) -> int | None:
         """The image's cost, or None when it needs a pixel size that is unknown."""
@@ -117,11 +123,17 @@ class ImageCostRule:
             return self.base + self.per_tile * tile_count(width, height)
         if self.kind is ImageRuleKind.PATCHES:
             return math.ceil(patch_count(width, height, self.max_patches) * self.multiplier)
+        if self.kind is ImageRuleKind.FIXED_TILES:
+            if width <= self.small_edge and height <= self.small_edge:
+                return self.per_tile
+            across, down = math.ceil(width / self.tile_size), math.ceil(height / self.tile_size)
+            return self.per_tile * across * down
         return pixel_tokens(width, height, self.divisor, self.max_long_edge, self.max_pixels)
 
 
 GPT_4O_TILES = ImageCostRule(ImageRuleKind.TILES, name="tiles-85")
 ANTHROPIC_PIXELS = ImageCostRule(ImageRuleKind.PIXELS, name="anthropic-pixels")
+GEMINI_TILES = ImageCostRule(ImageRuleKind.FIXED_TILES, name="gemini-tiles-258", per_tile=258)
 
 
 def tile_count(width: int, height: int) -> int:
@@ -158,13 +170,3 @@ def pixel_tokens(
     scale = min(1.0, max_long_edge / max(width, height), math.sqrt(max_pixels / (width * height)))
     w, h = int(width * scale), int(height * scale)
     return max(1, math.ceil(w * h / divisor))
-
-
-def openai_image_tokens(width: int, height: int, detail: str | None) -> int:
-    """gpt-4o's published vision cost: 85 base + 170 per 512px tile after scaling."""
-    return GPT_4O_TILES.tokens(width, height, detail) or GPT_4O_TILES.base
-
-
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's published estimate: (width x height) / 750 after fitting 1568px."""
-    return pixel_tokens(width, height)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.ports import Tokenizer
+from app.engine.tools import ToolChoice, ToolChoiceKind, ToolSet
 
 # Framing of the tools system section ("# Tools", "## functions", message overhead).
 FUNCTIONS_FRAMING = 9
@@ -174,26 +175,6 @@ class _Renderer:
         return "any"
 
 
-def function_definitions(tools: Sequence[Any]) -> tuple[list[Mapping[str, Any]], list[Any]]:
-    """(function definitions, other tools) from `tools` / legacy `functions` entries.
-
-    Accepts Chat Completions tools (`{"type": "function", "function": {...}}`), Responses
-    tools (`{"type": "function", "name": ...}`) and legacy `functions` entries.
-    """
-    functions: list[Mapping[str, Any]] = []
-    others: list[Any] = []
-    for tool in tools:
-        if not isinstance(tool, Mapping):
-            others.append(tool)
-        elif isinstance(tool.get("function"), Mapping):
-            functions.append(tool["function"])
-        elif tool.get("type", "function") == "function" and isinstance(tool.get("name"), str):
-            functions.append(tool)
-        else:
-            others.append(tool)
-    return functions, others
-
-
 def render_functions(
     functions: Sequence[Mapping[str, Any]], style: ToolsRendering = DEFAULT_RENDERING
 ) -> tuple[str, bool]:
@@ -206,36 +187,33 @@ def render_functions(
     return "\n".join(lines), renderer.confirmed
 
 
-def tool_choice_cost(choice: Any, tokenizer: Tokenizer) -> tuple[int, bool]:
-    """(tokens, confirmed) a `tool_choice` / legacy `function_call` setting adds."""
-    if choice is None or choice == "auto":
+def tool_choice_cost(choice: ToolChoice, tokenizer: Tokenizer) -> tuple[int, bool]:
+    """(tokens, confirmed) a tool choice adds."""
+    if choice.kind is ToolChoiceKind.AUTO:
         return 0, True
-    if choice == "none":
+    if choice.kind is ToolChoiceKind.NONE:
         return TOOL_CHOICE_NONE, True
-    if isinstance(choice, Mapping):
-        function = choice.get("function")
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            return TOOL_CHOICE_NAMED + tokenizer.count(function["name"]), True
-        if isinstance(choice.get("name"), str):
-            # Legacy function_call {"name": ...} and Responses {"type": "function", "name"}.
-            return FUNCTION_CALL_NAMED + tokenizer.count(choice["name"]), False
+    if choice.kind is ToolChoiceKind.NAMED and choice.name is not None:
+        return TOOL_CHOICE_NAMED + tokenizer.count(choice.name), True
+    if choice.kind is ToolChoiceKind.NAMED_LEGACY and choice.name is not None:
+        return FUNCTION_CALL_NAMED + tokenizer.count(choice.name), False
     return 0, False
 
 
 def count_function_tools(
-    tools: Sequence[Any],
+    tools: ToolSet,
     tokenizer: Tokenizer,
     style: ToolsRendering = DEFAULT_RENDERING,
     *,
     system_text: str | None = None,
-    tool_choice: Any = None,
 ) -> ToolsCost:
     """Tokens `tools` cost as OpenAI renders them.
 
     `system_text` is the request's first system message text (None when it has none):
     the tools share that message, and it gains a trailing newline.
     """
-    functions, others = function_definitions(tools)
+    functions = [d.function for d in tools.definitions if d.function is not None]
+    others = [d.raw for d in tools.definitions if d.function is None]
     tokens = 0
     exact = True
     if functions:
@@ -244,7 +222,7 @@ def count_function_tools(
         if system_text is not None:
             tokens -= SHARED_SYSTEM_SAVING
             tokens += tokenizer.count(system_text + "\n") - tokenizer.count(system_text)
-        choice_tokens, choice_exact = tool_choice_cost(tool_choice, tokenizer)
+        choice_tokens, choice_exact = tool_choice_cost(tools.choice, tokenizer)
         tokens += choice_tokens
         exact = exact and choice_exact
     if others:

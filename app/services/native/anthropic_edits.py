@@ -11,47 +11,39 @@ summary + kept tail + what followed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.clearing import ClearSettings
 from app.engine.errors import (
+    CompactionRequestError,
     IneffectiveCompactionError,
-    InvalidHistoryError,
     NothingToCompactError,
     SummarizerError,
 )
-from app.engine.ports import CallerGone
-from app.formats.vendor.native_anthropic import (
+from app.engine.native_edits import (
+    AppliedEdit,
     ClearThinkingEdit,
     ClearToolUsesEdit,
     CompactEdit,
+    CompactionReport,
     Edit,
-    after_compaction,
-    clear_thinking,
-    compaction_block,
-    count_tool_uses,
-    has_compaction_blocks,
-    last_compaction,
-    parse_context_management,
-    without_compaction_blocks,
+    NativeReport,
+    OnDemandCompaction,
 )
-from app.formats.vendor.native_anthropic_reply import NativeReport
+from app.engine.ports import CallerGone
+from app.formats.apis.protocol import RequestEnvelope
 from app.services.clearing import clear_history
-from app.services.compaction import CompactionService
-from app.services.estimation import CountedHistory, EstimationService
+from app.services.estimation import CountedHistory
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.compaction_state import (
     CompactionState,
-    CompactionStates,
-    NativeCompaction,
+    NativeService,
     compact_natively,
     keep_recent_for,
-    request_model_and_tools,
 )
+from app.services.native.ports import MessagesContextWire
 
-FORMAT = "anthropic"
 logger = logging.getLogger(__name__)
 
 
@@ -60,61 +52,40 @@ class EditedMessages:
     """A Messages request with its edits applied, and what the reply must report."""
 
     body: dict[str, Any]
-    applied_edits: tuple[dict[str, Any], ...]
+    applied_edits: tuple[AppliedEdit, ...]
     original_input_tokens: int
     input_tokens: int
     # Set when a compact edit ran (its summary is None when the summarizer failed).
-    compaction: NativeCompaction | None = None
+    compaction: CompactionReport | None = None
     pause: bool = False
     has_edits: bool = False
+    # The forwarded history and its count (the proxy does not count it again).
+    messages: tuple[Any, ...] = ()
+    counted: CountedHistory | None = None
 
     @property
     def paused(self) -> bool:
         """pause_after_compaction: answer with the compaction block, call no model."""
         return self.pause and self.compaction is not None and self.compaction.summary is not None
 
-    def context_management(self) -> dict[str, Any]:
-        """The reply's `context_management` (BetaContextManagementResponse)."""
-        return {"applied_edits": [dict(edit) for edit in self.applied_edits]}
-
     def report(self) -> NativeReport:
         """What the reply must carry about these edits."""
-        block = None
-        usage = (0, 0)
-        if self.compaction is not None:
-            block = compaction_block(self.compaction.summary, self.compaction.state)
-            usage = (self.compaction.input_tokens, self.compaction.output_tokens)
         return NativeReport(
-            block=block,
-            compaction_usage=usage,
-            context_management=self.context_management() if self.has_edits else None,
+            compaction=self.compaction, applied_edits=self.applied_edits, has_edits=self.has_edits
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    system: Any
-    tools: Sequence[Any]
-    model: str | None
-
-    def history(self, messages: Sequence[Any]) -> HistoryInput:
-        return HistoryInput(
-            messages=messages, format=FORMAT, system=self.system, tools=self.tools, model=self.model
-        )
-
-
-class AnthropicEditsService:
+class AnthropicEditsService(NativeService[MessagesContextWire]):
     """Applies Anthropic context-management edits and compaction blocks to a request."""
 
-    def __init__(
-        self,
-        estimation: EstimationService,
-        compaction: CompactionService,
-        states: CompactionStates,
-    ) -> None:
-        self.estimation = estimation
-        self.compaction = compaction
-        self.states = states
+    def _history(self, envelope: RequestEnvelope, messages: list[Any]) -> HistoryInput:
+        return HistoryInput(
+            messages=messages,
+            format=self.api.format,
+            system=envelope.system,
+            tools=envelope.tools or (),
+            model=envelope.model,
+        )
 
     async def apply(
         self,
@@ -125,35 +96,35 @@ class AnthropicEditsService:
         compact: bool = True,
     ) -> EditedMessages:
         """The request to forward; `compact=False` (counting) never calls the summarizer."""
-        raw_messages = body.get("messages")
-        if not isinstance(raw_messages, list):
-            raise InvalidHistoryError("messages: must be an array of messages", where="messages")
-        edits = parse_context_management(body.get("context_management"))
-        model, tools = request_model_and_tools(body)
-        request = _Request(body.get("system"), tools, model)
+        envelope = self.api.checked_envelope(body)
+        raw_messages = envelope.history or []
+        # count_tokens ignores `compaction`, as the vendor's does.
+        on_demand = self.wire.on_demand(body) if compact else None
+        if on_demand is not None:
+            return await self._on_demand(envelope, body, on_demand, tenant, caller_gone)
+        edits = self.wire.edits(body)
         messages = self.expand(raw_messages, tenant)
-        counted = self.estimation.count(request.history(messages), parse_all=True)
+        counted = self.estimation.count(self._history(envelope, messages), parse_all=True)
         original = counted.estimate.tokens
-        applied: list[dict[str, Any]] = []
-        compaction: NativeCompaction | None = None
+        applied: list[AppliedEdit] = []
+        compaction: CompactionReport | None = None
         pause = False
         for edit in edits:
             if isinstance(edit, CompactEdit):
                 if not compact or counted.estimate.tokens <= edit.trigger_tokens:
                     continue
                 compaction, messages, counted = await self._compact(
-                    request, messages, counted, edit, tenant, caller_gone
+                    envelope, messages, counted, edit, tenant, caller_gone
                 )
                 pause = pause or edit.pause_after_compaction
                 continue
-            result = self._clear(request, messages, counted, edit)
+            result = self._clear(envelope, messages, counted, edit)
             if result is not None:
                 messages, counted, report = result
                 applied.append(report)
         forwarded = body
-        if messages is not raw_messages or "context_management" in body:
-            forwarded = {k: v for k, v in body.items() if k != "context_management"}
-            forwarded["messages"] = messages
+        if messages is not raw_messages or self.wire.self_managed(body):
+            forwarded = self.wire.forwarded(body, messages)
         return EditedMessages(
             body=forwarded,
             applied_edits=tuple(applied),
@@ -162,43 +133,103 @@ class AnthropicEditsService:
             compaction=compaction,
             pause=pause,
             has_edits=bool(edits),
+            messages=tuple(messages),
+            counted=counted,
         )
 
     def expand(self, messages: list[Any], tenant: str) -> list[Any]:
         """`messages` rebuilt from their last compaction block: everything before it is
         dropped, its content is the summary (and its state, when the service wrote it,
         the verbatim tail); compaction blocks never reach the upstream."""
-        if not has_compaction_blocks(messages):
+        wire = self.wire
+        if not wire.has_compaction_blocks(messages):
             return messages
-        mark = last_compaction(messages)
+        wire.check_signed_blocks(messages)
+        mark = wire.last_compaction(messages)
         if mark is None:
-            return without_compaction_blocks(messages)
+            return wire.without_compaction_blocks(messages)
+        at = f"messages[{mark.message_index}].content[{mark.block_index}]"
+        if mark.signature is not None:
+            self.states.check_signature(mark.signature, mark.content, tenant, f"{at}.signature")
         state = CompactionState((), mark.content, ())
         token = mark.encrypted_content
         if token and self.states.is_ours(token):
-            where = f"messages[{mark.message_index}].content[{mark.block_index}].encrypted_content"
-            state = replace(self.states.open(token, tenant, where), summary=mark.content)
-        rebuilt = self.states.rebuild(state, FORMAT)
-        return without_compaction_blocks([*rebuilt, *after_compaction(messages, mark)])
+            state = replace(
+                self.states.open(token, tenant, f"{at}.encrypted_content"), summary=mark.content
+            )
+        rebuilt = self.states.rebuild(state, self.api.format)
+        return wire.without_compaction_blocks([*rebuilt, *wire.after_compaction(messages, mark)])
+
+    async def _on_demand(
+        self,
+        envelope: RequestEnvelope,
+        body: dict[str, Any],
+        request: OnDemandCompaction,
+        tenant: str,
+        caller_gone: CallerGone,
+    ) -> EditedMessages:
+        """`compaction: {type: "summarize"}`: the whole conversation summarized into one
+        signed block, answered alone (no model is called); the caller keeps what it sends
+        after the block next time."""
+        messages = self.expand(envelope.history or [], tenant)
+        if self.wire.ends_with_unanswered_tool_use(messages):
+            raise CompactionRequestError(
+                "messages: the last assistant turn calls a tool whose tool_result is not in "
+                "the conversation; send the result (or leave the call out) before compacting",
+                code="compaction_incomplete_turn",
+            )
+        history = self._history(envelope, messages)
+        counted = self.estimation.count(history, parse_all=True)
+        try:
+            summary = await self.compaction.summarize_all(
+                history, request.instructions, caller_gone
+            )
+        except NothingToCompactError:
+            raise CompactionRequestError(
+                "messages: there is no user or assistant content to summarize",
+                code="compaction_nothing_to_summarize",
+            ) from None
+        state = CompactionState((), summary.summary, ())
+        compaction = CompactionReport(
+            summary=summary.summary,
+            state=self.states.seal(state, tenant),
+            input_tokens=summary.usage.input_tokens,
+            output_tokens=summary.usage.output_tokens,
+            signature=self.states.sign_summary(summary.summary, tenant),
+        )
+        return EditedMessages(
+            body=body,
+            applied_edits=(),
+            original_input_tokens=counted.estimate.tokens,
+            input_tokens=counted.estimate.tokens,
+            compaction=compaction,
+            pause=True,
+            messages=tuple(messages),
+            counted=counted,
+        )
 
     def _clear(
-        self, request: _Request, messages: list[Any], counted: CountedHistory, edit: Edit
-    ) -> tuple[list[Any], CountedHistory, dict[str, Any]] | None:
+        self,
+        envelope: RequestEnvelope,
+        messages: list[Any],
+        counted: CountedHistory,
+        edit: Edit,
+    ) -> tuple[list[Any], CountedHistory, AppliedEdit] | None:
         before = counted.estimate.tokens
         if isinstance(edit, ClearThinkingEdit):
-            cleared, turns = clear_thinking(messages, edit.keep_turns)
+            cleared, turns = self.wire.clear_thinking(messages, edit.keep_turns)
             if not turns:
                 return None
-            after = self.estimation.count(request.history(cleared), parse_all=True)
-            report = {
-                "type": edit.type,
-                "cleared_thinking_turns": turns,
-                "cleared_input_tokens": max(0, before - after.estimate.tokens),
-            }
+            after = self.estimation.count(self._history(envelope, cleared), parse_all=True)
+            report = AppliedEdit(
+                type=edit.type,
+                cleared_thinking_turns=turns,
+                cleared_input_tokens=max(0, before - after.estimate.tokens),
+            )
             return cleared, after, report
         assert isinstance(edit, ClearToolUsesEdit)
         if edit.trigger.kind == "tool_uses":
-            due = count_tool_uses(messages) > edit.trigger.value
+            due = self.wire.count_tool_uses(messages) > edit.trigger.value
         else:
             due = before > edit.trigger.value
         if not due:
@@ -209,37 +240,35 @@ class AnthropicEditsService:
             exclude_tools=edit.exclude_tools,
             clear_tool_inputs=edit.clear_tool_inputs,
         )
-        result = clear_history(self.estimation, request.history(messages), counted, settings)
+        result = clear_history(
+            self.estimation, self._history(envelope, messages), counted, settings
+        )
         if result.history is None or result.counted is None:
             return None
-        report = {
-            "type": edit.type,
-            "cleared_tool_uses": len(result.plan.cleared),
-            "cleared_input_tokens": max(0, before - result.counted.estimate.tokens),
-        }
+        report = AppliedEdit(
+            type=edit.type,
+            cleared_tool_uses=len(result.plan.cleared),
+            cleared_input_tokens=max(0, before - result.counted.estimate.tokens),
+        )
         return list(result.history.messages), result.counted, report
 
     async def _compact(
         self,
-        request: _Request,
+        envelope: RequestEnvelope,
         messages: list[Any],
         counted: CountedHistory,
         edit: CompactEdit,
         tenant: str,
         caller_gone: CallerGone,
-    ) -> tuple[NativeCompaction | None, list[Any], CountedHistory]:
+    ) -> tuple[CompactionReport | None, list[Any], CountedHistory]:
         options = CompactOptions(force=True, instructions=edit.instructions, trigger="native")
+        history = replace(
+            self._history(envelope, messages),
+            keep_recent_tokens=keep_recent_for(edit.trigger_tokens),
+        )
         try:
             done = await compact_natively(
-                self.compaction,
-                self.states,
-                replace(
-                    request.history(messages),
-                    keep_recent_tokens=keep_recent_for(edit.trigger_tokens),
-                ),
-                options,
-                tenant,
-                caller_gone,
+                self.compaction, self.states, history, options, tenant, caller_gone, counted
             )
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)
@@ -248,10 +277,5 @@ class AnthropicEditsService:
             # The vendor's contract: a failed compaction is a block with null content, and
             # the request goes on with its context unchanged.
             logger.warning("native compaction failed, context left unchanged: %s", exc)
-            return NativeCompaction(None, None), messages, counted
-        new_messages = list(done.messages)
-        return (
-            done.compaction,
-            new_messages,
-            self.estimation.count(request.history(new_messages), parse_all=True),
-        )
+            return CompactionReport(None, None), messages, counted
+        return done.compaction, list(done.messages), done.counted

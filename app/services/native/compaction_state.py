@@ -8,18 +8,26 @@ compaction block or item; sent back, it is rebuilt as head + summary message + k
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
-from app.engine.errors import CompactionStateError, InvalidHistoryError, NothingToCompactError
+from app.engine.errors import CompactionRequestError, CompactionStateError, NothingToCompactError
+from app.engine.native_edits import CompactionReport
 from app.engine.ports import CallerGone
+from app.formats.apis.protocol import VendorApi
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.signed_state import StateSigner
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,20 +38,11 @@ class CompactionState:
 
 
 @dataclass(frozen=True, slots=True)
-class NativeCompaction:
-    """One native compaction: the summary (None when the summarizer failed), the sealed
-    state, and what the summarizer used."""
-
-    summary: str | None
-    state: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class CompactedNatively:
-    compaction: NativeCompaction
+    compaction: CompactionReport
     messages: list[Any]
+    # The count of `messages` (built from the parts already counted).
+    counted: CountedHistory
 
 
 class CompactionStates:
@@ -72,6 +71,29 @@ class CompactionStates:
             raise CompactionStateError(f"{where}: unreadable compaction state")
         return CompactionState(tuple(head), summary, tuple(kept))
 
+    def sign_summary(self, summary: str, tenant: str) -> str:
+        """An on-demand compaction block's `signature`: the summary's digest, sealed."""
+        return self.signer.seal({"summary_sha256": _digest(summary)}, tenant)
+
+    def check_signature(self, signature: str, content: str, tenant: str, where: str) -> None:
+        """Refuses a block whose signature is not ours (`compaction_signature_invalid`) or
+        whose content is not the summary it signed (`compaction_content_mismatch`)."""
+        try:
+            payload = self.signer.open(signature, tenant, where)
+        except CompactionStateError as exc:
+            raise CompactionRequestError(
+                f"{where}: the compaction block's signature does not verify ({exc}); send "
+                "the block back exactly as it was returned",
+                code="compaction_signature_invalid",
+            ) from None
+        signed = payload.get("summary_sha256") if isinstance(payload, dict) else None
+        if signed != _digest(content):
+            raise CompactionRequestError(
+                f"{where}: the compaction block's content is not the summary its signature "
+                "recorded; send the content back unedited",
+                code="compaction_content_mismatch",
+            )
+
     def summary_message(self, summary: str, format_name: str) -> Any:
         """The summary as a message of `format_name`, marked so a later compaction updates
         it instead of summarizing a summary."""
@@ -85,6 +107,21 @@ class CompactionStates:
         return [*state.head, *summary, *state.kept]
 
 
+W = TypeVar("W")
+
+
+@dataclass(frozen=True)
+class NativeService(Generic[W]):
+    """What a vendor's native service works with: counting, compaction, sealed state,
+    the vendor API and its native wire."""
+
+    estimation: EstimationService
+    compaction: CompactionService
+    states: CompactionStates
+    api: VendorApi
+    wire: W
+
+
 async def compact_natively(
     compaction: CompactionService,
     states: CompactionStates,
@@ -92,10 +129,17 @@ async def compact_natively(
     options: CompactOptions,
     tenant: str,
     caller_gone: CallerGone = lambda: False,
+    counted: CountedHistory | None = None,
 ) -> CompactedNatively:
-    """Compacts `history` and seals the result; NothingToCompactError when it cannot."""
-    outcome = await compaction.compact(history, options, caller_gone)
-    if not outcome.compacted or outcome.messages is None or outcome.summary is None:
+    """Compacts `history` (counted as `counted`, when the caller did) and seals the
+    result; NothingToCompactError when it cannot."""
+    outcome = await compaction.compact(history, options, caller_gone, counted=counted)
+    if (
+        not outcome.compacted
+        or outcome.messages is None
+        or outcome.summary is None
+        or outcome.counted_after is None
+    ):
         raise NothingToCompactError(outcome.reason or "nothing to compact")
     inline = outcome.counted.inline_system_count
     messages = outcome.messages
@@ -105,24 +149,13 @@ async def compact_natively(
         kept=tuple(messages[inline + 1 :]),
     )
     usage = outcome.summary.usage
-    sealed = NativeCompaction(
+    sealed = CompactionReport(
         summary=state.summary,
         state=states.seal(state, tenant),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
     )
-    return CompactedNatively(sealed, list(messages))
-
-
-def request_model_and_tools(body: dict[str, Any]) -> tuple[str | None, Sequence[Any]]:
-    """A request's `model` and `tools`, checked: they choose the tokenizer and are counted."""
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidHistoryError("model: must be a string", where="model")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise InvalidHistoryError("tools: must be an array of tool definitions", where="tools")
-    return model, tools or ()
+    return CompactedNatively(sealed, list(messages), outcome.counted_after)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

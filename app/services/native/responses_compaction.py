@@ -22,31 +22,20 @@ from app.engine.errors import (
     NothingToCompactError,
     SummarizerError,
 )
+from app.engine.native_edits import CompactionReport
 from app.engine.ports import CallerGone
+from app.formats.apis.protocol import RequestEnvelope
 from app.formats.registry import FORMATS
-from app.formats.vendor.native_responses import (
-    compaction_item,
-    input_items,
-    last_compaction_index,
-    leading_system_items,
-    parse_context_management,
-    usage,
-    user_messages,
-)
-from app.services.compaction import CompactionService
-from app.services.estimation import EstimationService
+from app.services.estimation import CountedHistory
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.compaction_state import (
-    CompactionStates,
-    NativeCompaction,
+    NativeService,
     compact_natively,
     keep_recent_for,
-    request_model_and_tools,
     uncompacted_state,
 )
+from app.services.native.ports import ResponsesContextWire
 
-FORMAT = "responses"
-SERVER_STATE_FIELDS = ("previous_response_id", "conversation")
 logger = logging.getLogger(__name__)
 
 
@@ -56,21 +45,41 @@ class EditedResponse:
 
     body: dict[str, Any]
     item: dict[str, Any] | None = None
-    compaction: NativeCompaction | None = None
+    compaction: CompactionReport | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    # The forwarded input and its count, when one was made.
+    items: tuple[Any, ...] = ()
+    counted: CountedHistory | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedWindow:
+    """A standalone compaction (`POST /v1/responses/compact`): the window's user messages
+    then the compaction item, and the summarizer's usage (wire objects from the format)."""
+
+    id: str
+    created_at: int
+    output: list[dict[str, Any]]
+    usage: dict[str, Any]
 
 
 def new_item_id(prefix: str = "cmp") -> str:
     return f"{prefix}_{secrets.token_hex(16)}"
 
 
-def refuse_server_state(body: dict[str, Any], session_bound: bool) -> None:
-    """The service cannot see history the upstream stores: refuse to manage it blind."""
-    if session_bound:
-        return
-    for name in SERVER_STATE_FIELDS:
-        if body.get(name) is not None:
+class ResponsesCompactionService(NativeService[ResponsesContextWire]):
+    """Compaction items, standalone compaction and input-token counts for Responses."""
+
+    @property
+    def format(self) -> str:
+        return self.api.format
+
+    def refuse_server_state(self, body: dict[str, Any], session_bound: bool) -> None:
+        """The service cannot see history the upstream stores: refuse to manage it blind."""
+        if session_bound:
+            return
+        for name in self.wire.server_state_fields(body):
             raise InvalidContextManagementError(
                 f"{name}: the service cannot see the history the upstream keeps for "
                 f"{name}, so it cannot count or compact it; send the whole conversation in "
@@ -79,38 +88,19 @@ def refuse_server_state(body: dict[str, Any], session_bound: bool) -> None:
                 where=name,
             )
 
-
-class ResponsesCompactionService:
-    """Compaction items, standalone compaction and input-token counts for Responses."""
-
-    def __init__(
-        self,
-        estimation: EstimationService,
-        compaction: CompactionService,
-        states: CompactionStates,
-    ) -> None:
-        self.estimation = estimation
-        self.compaction = compaction
-        self.states = states
-
     def expand(self, body: dict[str, Any], tenant: str) -> list[Any]:
         """The input as items, rebuilt from its last compaction item when it has one
         (the vendor routes: a compaction item this service did not write is refused)."""
         self.refuse_foreign_items(body)
         rebuilt = self.rebuild(body, tenant)
-        return rebuilt if rebuilt is not None else input_items(body.get("input"))
+        return rebuilt if rebuilt is not None else self.wire.input_items(body)
 
     def refuse_foreign_items(self, body: dict[str, Any]) -> None:
         """SPEC §11: where the service stands in for the vendor's context management, a
         compaction item it did not write (OpenAI's own encrypted state, say) is refused:
         nothing here can read it, and an upstream other than OpenAI could not either."""
-        items = input_items(body.get("input"))
-        for index, item in enumerate(items):
-            if (
-                isinstance(item, dict)
-                and item.get("type") == "compaction"
-                and not self.is_own_item(item)
-            ):
+        for index, item in enumerate(self.wire.input_items(body)):
+            if self.wire.is_compaction_item(item) and not self.is_own_item(item):
                 raise CompactionStateError(
                     f"input[{index}].encrypted_content: a compaction item this service did "
                     "not write (another vendor's encrypted state) cannot be read here; send "
@@ -121,57 +111,59 @@ class ResponsesCompactionService:
     def rebuild(self, body: dict[str, Any], tenant: str) -> list[Any] | None:
         """The input rebuilt from its last compaction item of this service (everything
         before it goes); None when it has none."""
-        return self.rebuild_items(input_items(body.get("input")), tenant, "input")
+        return self.rebuild_items(self.wire.input_items(body), tenant, "input")
 
     def rebuild_items(self, items: Sequence[Any], tenant: str, field: str) -> list[Any] | None:
         """`items` rebuilt from the last compaction item this service wrote; None when
         there is none. A vendor's own compaction item (OpenAI's encrypted state, which
         only OpenAI can read) is not ours to open: it stays where it is, verbatim, and
         the format keeps it in front of what is compacted."""
-        index = last_compaction_index(items, self.is_own_item)
+        index = self.wire.last_compaction_index(items, self.is_own_item)
         if index is None:
             return None
-        token = items[index].get("encrypted_content")
+        token = self.wire.compaction_token(items[index]) or ""
         where = f"{field}[{index}].encrypted_content"
-        state = self.states.open(token if isinstance(token, str) else "", tenant, where)
-        system = leading_system_items(items[:index])
+        state = self.states.open(token, tenant, where)
+        system = self.wire.leading_system_items(items[:index])
         if system:
             # The caller's system prompt in front of the item is its current one: it
             # stands in for the one the state was sealed with (the same, when resent);
             # the rest of the sealed head (a vendor's compaction item) stays.
-            sealed = len(leading_system_items(state.head))
+            sealed = len(self.wire.leading_system_items(state.head))
             state = replace(state, head=(*system, *state.head[sealed:]))
-        return [*self.states.rebuild(state, FORMAT), *items[index + 1 :]]
+        return [*self.states.rebuild(state, self.format), *items[index + 1 :]]
 
     def is_own_item(self, item: dict[str, Any]) -> bool:
         """A compaction item to open: one carrying this service's state (maybe altered:
         opening it checks) or no state at all (refused when opened). One with another
         state is a vendor's, opaque to the service."""
-        token = item.get("encrypted_content")
-        return not isinstance(token, str) or not token or self.states.is_ours(token)
+        token = self.wire.compaction_token(item)
+        return token is None or self.states.is_ours(token)
 
     def expand_history(self, history: HistoryInput, tenant: str) -> HistoryInput:
         """A Responses history sent to /estimate or /compact with this service's last
         compaction item rebuilt into what it stands for (its summary becomes the previous
         summary, so a compaction updates it); any other history unchanged."""
-        if history.format not in (None, FORMAT):
+        if history.format not in (None, self.format):
             return history
         messages = history.messages
-        if last_compaction_index(messages, self.is_own_item) is None:
+        if self.wire.last_compaction_index(messages, self.is_own_item) is None:
             return history
-        if FORMATS.resolve(history.format, messages, history.system).name != FORMAT:
+        if FORMATS.resolve(history.format, messages, history.system).name != self.format:
             return history
         rebuilt = self.rebuild_items(messages, tenant, "messages")
         return history if rebuilt is None else replace(history, messages=rebuilt)
 
-    def history(self, body: dict[str, Any], items: list[Any], trigger: int | None) -> HistoryInput:
-        model, tools = request_model_and_tools(body)
+    def history(
+        self, envelope: RequestEnvelope, items: list[Any], trigger: int | None
+    ) -> HistoryInput:
         return HistoryInput(
             messages=items,
-            format=FORMAT,
-            system=body.get("instructions"),
-            tools=tools,
-            model=model,
+            format=self.format,
+            system=envelope.system,
+            tools=envelope.tools or (),
+            tool_fields=envelope.tool_fields,
+            model=envelope.model,
             trigger_tokens=trigger,
             keep_recent_tokens=keep_recent_for(trigger),
         )
@@ -185,27 +177,25 @@ class ResponsesCompactionService:
         session_bound: bool = False,
     ) -> EditedResponse:
         """The request to forward for `POST /v1/responses`."""
-        entry = parse_context_management(body.get("context_management"))
+        entry = self.wire.compaction_entry(body)
         if entry is not None:
-            refuse_server_state(body, session_bound)
+            self.refuse_server_state(body, session_bound)
             self.refuse_foreign_items(body)
         rebuilt = self.rebuild(body, tenant)
-        items = rebuilt if rebuilt is not None else input_items(body.get("input"))
+        items = rebuilt if rebuilt is not None else self.wire.input_items(body)
         forwarded = body
-        if "context_management" in body or rebuilt is not None:
-            forwarded = {k: v for k, v in body.items() if k != "context_management"}
-            if rebuilt is not None:
-                forwarded["input"] = rebuilt
+        if self.wire.self_managed(body) or rebuilt is not None:
+            forwarded = self.wire.forwarded(body, rebuilt)
         if entry is None:
             return EditedResponse(forwarded)
-        history = self.history(body, items, entry.compact_threshold)
+        history = self.history(self.api.checked_envelope(body), items, entry.compact_threshold)
         counted = self.estimation.count(history)
         if not counted.should_compact:
             return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
         options = CompactOptions(force=True, trigger="native")
         try:
             done = await compact_natively(
-                self.compaction, self.states, history, options, tenant, caller_gone
+                self.compaction, self.states, history, options, tenant, caller_gone, counted
             )
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)
@@ -214,13 +204,14 @@ class ResponsesCompactionService:
             logger.warning("native compaction failed, input left unchanged: %s", exc)
             return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
         assert done.compaction.state is not None
-        after = self.estimation.count(self.history(body, done.messages, None))
         return EditedResponse(
-            body={**forwarded, "input": done.messages},
-            item=compaction_item(new_item_id(), done.compaction.state),
+            body=self.wire.forwarded(forwarded, done.messages),
+            item=self.wire.compaction_item(new_item_id(), done.compaction.state),
             compaction=done.compaction,
             tokens_before=counted.estimate.tokens,
-            tokens_after=after.estimate.tokens,
+            tokens_after=done.counted.estimate.tokens,
+            items=tuple(done.messages),
+            counted=done.counted,
         )
 
     async def compact(
@@ -230,11 +221,11 @@ class ResponsesCompactionService:
         caller_gone: CallerGone = lambda: False,
         *,
         session_bound: bool = False,
-    ) -> dict[str, Any]:
+    ) -> CompactedWindow:
         """`POST /v1/responses/compact`: the compacted window (CompactedResponse)."""
-        refuse_server_state(body, session_bound)
+        self.refuse_server_state(body, session_bound)
         items = self.expand(body, tenant)
-        history = self.history(body, items, None)
+        history = self.history(self.api.checked_envelope(body), items, None)
         options = CompactOptions(force=True, trigger="native")
         try:
             done = await compact_natively(
@@ -245,21 +236,35 @@ class ResponsesCompactionService:
             # Too little to fold: the item carries the window as it is.
             inline = self.estimation.count(history).inline_system_count
             state = self.states.seal(uncompacted_state(items, inline), tenant)
-            compaction = NativeCompaction(None, state)
+            compaction = CompactionReport(None, state)
         assert compaction.state is not None
-        return {
-            "id": new_item_id("resp"),
-            "object": "response.compaction",
-            "created_at": int(time.time()),
-            "output": [*user_messages(items), compaction_item(new_item_id(), compaction.state)],
-            "usage": usage(compaction.input_tokens, compaction.output_tokens),
-        }
+        return CompactedWindow(
+            id=new_item_id("resp"),
+            created_at=int(time.time()),
+            output=[
+                *self.wire.user_messages(items),
+                self.wire.compaction_item(new_item_id(), compaction.state),
+            ],
+            usage=self.wire.usage(compaction.input_tokens, compaction.output_tokens),
+        )
+
+    def sealed_item(
+        self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
+    ) -> dict[str, Any]:
+        """A compaction item that stands for `body`'s input as it is (a bound session's
+        context, already compacted by the session)."""
+        self.refuse_server_state(body, session_bound)
+        items = self.expand(body, tenant)
+        history = self.history(self.api.checked_envelope(body), items, None)
+        inline = self.estimation.count(history).inline_system_count
+        state = self.states.seal(uncompacted_state(items, inline), tenant)
+        return self.wire.compaction_item(new_item_id(), state)
 
     def input_tokens(
         self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
-    ) -> dict[str, Any]:
-        """`POST /v1/responses/input_tokens`, counted locally (InputTokenCountResponse)."""
-        refuse_server_state(body, session_bound)
+    ) -> int:
+        """`POST /v1/responses/input_tokens`, counted locally."""
+        self.refuse_server_state(body, session_bound)
         items = self.expand(body, tenant)
-        counted = self.estimation.count(self.history(body, items, None))
-        return {"object": "response.input_tokens", "input_tokens": counted.estimate.tokens}
+        history = self.history(self.api.checked_envelope(body), items, None)
+        return self.estimation.count(history).estimate.tokens

@@ -11,47 +11,21 @@ from typing import Any
 
 import anyio
 
-from app.engine.errors import InvalidHistoryError
-from app.engine.messages import Role
-from app.formats.registry import FORMATS
-from app.formats.vendor.replies import UpstreamReply
-from app.services.proxy.call import ProxyCall, ProxyReport
+from app.formats.apis.protocol import UpstreamReply
+from app.services.proxy.call import ProxyCall
+from app.services.proxy.pipeline import Exchange
+from app.services.proxy.report import ProxyReport
+from app.services.proxy.turns import new_messages, unrecorded
 from app.services.sessions.service import CompactResult, ForwardedPrompt, SessionService
-
-
-def new_messages(format_name: str, history: list[Any]) -> list[Any]:
-    """What a caller added since the model last spoke: the messages after the last one
-    the assistant wrote (the proxy recorded that reply itself from the upstream)."""
-    wire = FORMATS.get(format_name)
-    for index in range(len(history) - 1, -1, -1):
-        try:
-            role = wire.parse_message(history[index], f"messages[{index}]").role
-        except InvalidHistoryError:
-            continue
-        if role is Role.ASSISTANT:
-            return history[index + 1 :]
-    return history
-
-
-def unrecorded(fresh: list[Any], recorded_tail: list[Any]) -> list[Any]:
-    """`fresh` less what the session already recorded after the model last spoke.
-
-    A request whose upstream failed left its new messages in the transcript with no
-    reply; the caller's retry sends them again, and they must not be recorded twice.
-    """
-    count = len(recorded_tail)
-    if count and fresh[:count] == recorded_tail:
-        return fresh[count:]
-    return fresh
 
 
 def forwarded_prompt(call: ProxyCall, body: dict[str, Any]) -> ForwardedPrompt:
     """The system prompt and tools the request forwards (counted instead of the session's
     own when the request carries them)."""
-    tools = body.get("tools")
-    return ForwardedPrompt(
-        system=call.api.system(body), tools=tools if isinstance(tools, list) else None
-    )
+    envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
+    if envelope is None:
+        return ForwardedPrompt()
+    return ForwardedPrompt(system=envelope.system, tools=envelope.tools)
 
 
 class SessionBinding:
@@ -66,13 +40,13 @@ class SessionBinding:
         """Appends the request's new messages; the body with the session's context."""
         assert call.session_id is not None
         # The transcript records what the caller sent, not a natively edited copy.
-        received = call.received_body() or body
-        # Responses `input` as plain text is one user message.
-        history = call.api.history(received) or []
+        envelope = call.envelope
+        history = envelope.history if envelope is not None and envelope.history else []
         view = await anyio.to_thread.run_sync(self.sessions.context, call.tenant, call.session_id)
         stored = view.context.messages
-        fresh = new_messages(call.api.format, history) if stored else history
-        fresh = unrecorded(fresh, new_messages(call.api.format, stored) if stored else [])
+        fmt = call.api.format
+        fresh = new_messages(fmt, history) if stored else history
+        fresh = unrecorded(fresh, new_messages(fmt, stored) if stored else [])
         if fresh:
             await anyio.to_thread.run_sync(
                 self.sessions.append, call.tenant, call.session_id, fresh, {}
@@ -120,4 +94,31 @@ class SessionBinding:
         report.compacted = result.compacted or context.latest is not None
         # The session's context stands for upstream-stored history: forwarding both would
         # give the model the conversation twice.
-        return call.api.with_history(call.api.without_server_state(body), list(context.messages))
+        return call.api.with_history(call.api.without_server_state(body), context.messages)
+
+
+class SessionStage:
+    """The pipeline's session binding: a request with `X-Compactor-Session` forwards the
+    session's context, and its reply is recorded when the upstream finished it."""
+
+    def __init__(self, binding: SessionBinding) -> None:
+        self.binding = binding
+
+    async def run(self, exchange: Exchange) -> None:
+        call = exchange.call
+        body = exchange.working_body
+        if not call.bound or body is None:
+            return
+        report = exchange.report
+        forwarded = await self.binding.bind(call, body, report)
+        if forwarded is not None:
+            exchange.body = forwarded
+
+        async def recover() -> dict[str, Any] | None:
+            return await self.binding.recover_overflow(call, body, report)
+
+        async def record(reply: UpstreamReply) -> None:
+            await self.binding.record_reply(call, reply)
+
+        exchange.recover_overflow = recover
+        exchange.record_reply = record

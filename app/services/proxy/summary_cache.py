@@ -6,6 +6,9 @@ An entry is keyed by its tenant, a scope (format, system prompt, inline system
 messages, tools, summarizer: what else shapes a summary) and a chained hash of the exact
 summarized messages. A lookup only hashes as far as the longest stored prefix of the
 scope, and nothing at all when the scope has no entries.
+
+Where entries are kept is a port (`app.services.ports.SummaryStore`; the SQL adapter is
+`app.store.summaries.SqlSummaryStore`); the matching here is the same for every backend.
 """
 
 from __future__ import annotations
@@ -13,18 +16,27 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
 import orjson
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
 
 from app.services.json_bytes import json_bytes
-from app.store.models import SummaryCacheRow
-from app.store.repositories import SummaryCacheRepository
+from app.services.ports import SummaryStore
+from app.store.errors import StoreError
+from app.store.views import CachedSummary, StoredPrefix
+
+__all__ = [
+    "INEFFECTIVE_MARKER",
+    "CachedSummary",
+    "PrefixHashes",
+    "PrefixMemo",
+    "SummaryCache",
+    "ignoring_store_errors",
+    "ineffective_scope",
+    "scope_key",
+]
 
 T = TypeVar("T")
 
@@ -163,71 +175,55 @@ class PrefixHashes:
         return {k: self.at(k) for k in sorted(set(lengths))}
 
 
-@dataclass(frozen=True, slots=True)
-class CachedSummary:
-    """A stored summary of the first `prefix_len` messages (after the inline system)."""
-
-    prefix_len: int
-    prefix_tokens: int
-    summary_message: Any
-
-
 class SummaryCache:
-    """Tenant-scoped, bounded summaries in the store, shared by every replica."""
+    """Tenant-scoped, bounded summaries in a shared store, matched against histories."""
 
-    def __init__(self, sessions: sessionmaker[Session], max_entries_per_tenant: int) -> None:
-        self._sessions = sessions
-        self.max_entries = max_entries_per_tenant
-        # Rows already read, by id and key: a stored row never changes, so a candidate
-        # the lookup finds again is not read again (one indexed query per lookup).
+    def __init__(self, store: SummaryStore) -> None:
+        self._store = store
+        # Entries already read, by entry and key: a stored entry never changes, so a
+        # candidate the lookup finds again is not read again (one listing per lookup).
         # The summary is kept as JSON bytes: each hit gets its own copy to put in a body.
-        self._rows: _Lru[tuple[int, str, str, int, str], tuple[int, int, bytes]] = _Lru(1024)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Session]:
-        with self._sessions() as db, db.begin():
-            yield db
+        self._read: _Lru[tuple[str, str, str, int, str], tuple[int, int, bytes]] = _Lru(1024)
 
     def longest(self, tenant: str, scope: str, prefixes: PrefixHashes) -> CachedSummary | None:
         """The entry with the longest prefix this history starts with, if any."""
-        with self._transaction() as db:
-            repo = SummaryCacheRepository(db)
-            # A prefix must leave at least one message to keep after the summary.
-            candidates = [c for c in repo.candidates(tenant, scope) if c[1] < len(prefixes)]
-            # Longest first while the prefix hashes are known without hashing (the usual
-            # next turn): the first match is the longest; the first unknown one stops it.
-            for entry_id, length, digest in candidates:
-                known = prefixes.memoized(length)
-                if known is None:
-                    break
-                if known == digest:
-                    found = self._row(repo, (entry_id, tenant, scope, length, digest))
-                    if found is not None:
-                        return found
-            hashes = prefixes.many([length for _, length, _ in candidates])
-            for entry_id, length, digest in candidates:
-                if hashes[length] != digest:
-                    continue
-                found = self._row(repo, (entry_id, tenant, scope, length, digest))
+        # A prefix must leave at least one message to keep after the summary.
+        candidates = [
+            c for c in self._store.candidates(tenant, scope) if c.prefix_len < len(prefixes)
+        ]
+        # Longest first while the prefix hashes are known without hashing (the usual
+        # next turn): the first match is the longest; the first unknown one stops it.
+        for candidate in candidates:
+            known = prefixes.memoized(candidate.prefix_len)
+            if known is None:
+                break
+            if known == candidate.prefix_hash:
+                found = self._summary(tenant, scope, candidate)
                 if found is not None:
                     return found
+        hashes = prefixes.many([c.prefix_len for c in candidates])
+        for candidate in candidates:
+            if hashes[candidate.prefix_len] != candidate.prefix_hash:
+                continue
+            found = self._summary(tenant, scope, candidate)
+            if found is not None:
+                return found
         return None
 
-    def _row(
-        self, repo: SummaryCacheRepository, key: tuple[int, str, str, int, str]
-    ) -> CachedSummary | None:
-        known = self._rows.get(key)
+    def _summary(self, tenant: str, scope: str, entry: StoredPrefix) -> CachedSummary | None:
+        key = (entry.entry, tenant, scope, entry.prefix_len, entry.prefix_hash)
+        known = self._read.get(key)
         if known is not None:
             prefix_len, prefix_tokens, message = known
             return CachedSummary(prefix_len, prefix_tokens, orjson.loads(message))
-        row = repo.get(key[0])
-        if row is None:
+        found = self._store.summary(entry)
+        if found is None:
             return None
         # Not representable for orjson (e.g. an integer beyond 64 bits): read each time.
         with suppress(TypeError):
-            message = orjson.dumps(row.summary_message)
-            self._rows.put(key, (row.prefix_len, row.prefix_tokens, message))
-        return CachedSummary(row.prefix_len, row.prefix_tokens, row.summary_message)
+            encoded = orjson.dumps(found.summary_message)
+            self._read.put(key, (found.prefix_len, found.prefix_tokens, encoded))
+        return found
 
     def store(
         self,
@@ -237,25 +233,13 @@ class SummaryCache:
         summary: CachedSummary,
     ) -> None:
         """Stores a summary; a concurrent request that stored the same one first wins."""
-        row = SummaryCacheRow(
-            tenant=tenant,
-            scope_key=scope,
-            prefix_len=summary.prefix_len,
-            prefix_hash=prefixes.at(summary.prefix_len),
-            prefix_tokens=summary.prefix_tokens,
-            summary_message=summary.summary_message,
-        )
-        try:
-            with self._transaction() as db:
-                SummaryCacheRepository(db).add(row, self.max_entries)
-        except IntegrityError:
-            return
+        self._store.add(tenant, scope, prefixes.at(summary.prefix_len), summary)
 
 
 def ignoring_store_errors(work: Callable[[], T], on_error: Callable[[str], None]) -> T | None:
     """A cache that cannot be reached is a miss, never a failed request."""
     try:
         return work()
-    except SQLAlchemyError as exc:
-        on_error(type(exc).__name__)
+    except StoreError as exc:
+        on_error(type(exc.__cause__ or exc).__name__)
         return None

@@ -11,9 +11,9 @@ a stable prefix for the upstream's own prompt cache.
 from __future__ import annotations
 
 import logging
-from collections import Counter, OrderedDict
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -21,11 +21,15 @@ import anyio
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
-from app.formats.vendor.apis import ProxyApi
 from app.services.compaction import CompactionService
-from app.services.estimation import EstimationService
+from app.services.compaction_log import log_compaction, window_source
+from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
-from app.services.proxy.call import ProxyCall, ProxyObserver, ProxyReport
+from app.services.proxy.call import ProxyCall, ProxyMode
+from app.services.proxy.observer import ProxyObserver
+from app.services.proxy.pipeline import Exchange
+from app.services.proxy.report import ProxyReport
+from app.services.proxy.resend_memo import ResendMemos
 from app.services.proxy.summary_cache import (
     INEFFECTIVE_MARKER,
     CachedSummary,
@@ -36,45 +40,29 @@ from app.services.proxy.summary_cache import (
     ineffective_scope,
     scope_key,
 )
+from app.services.tracing import NullTracer, Tracer
 
 log = logging.getLogger("compactor.proxy")
 # The kept tail is at most this fraction of the threshold (1/4): small windows get a
 # tail that fits, large ones the default keep_recent_tokens.
 KEEP_RECENT_SHARE = 4
-UNDER_THRESHOLD_ENTRIES = 4096
-# Compacted bodies to forward for a body resent byte for byte (a retry, a client that
-# resends its last request): each holds a compacted history, so only a few.
-COMPACTED_RESEND_ENTRIES = 32
 
 
-def _body_key(call: ProxyCall) -> tuple[str, int, int]:
-    # Length plus SipHash, like the per-message count cache: keys never leave the process.
-    return call.api.name, len(call.raw), hash(call.raw)
-
-
-def _history_of(api: ProxyApi, body: dict[str, Any]) -> HistoryInput | None:
+def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
     """The request's history and what decides its threshold: the registry window of its
     model, the reserve raised by its output budget."""
-    history = api.history(body)
-    if history is None:
+    envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
+    if envelope is None or envelope.history is None:
         return None
-    tools = body.get("tools")
-    model = body.get("model")
     return HistoryInput(
-        messages=history,
-        format=api.format,
-        system=api.system(body),
-        tools=tools if isinstance(tools, list) else [],
-        model=model if isinstance(model, str) else None,
-        reserve_tokens=max(DEFAULT_RESERVE_TOKENS, api.output_budget(body)),
+        messages=envelope.history,
+        format=call.api.format,
+        system=envelope.system,
+        tools=envelope.tools or (),
+        tool_fields=envelope.tool_fields,
+        model=envelope.model,
+        reserve_tokens=max(DEFAULT_RESERVE_TOKENS, envelope.output_budget),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Compacted:
-    body: dict[str, Any]
-    tokens_before: int
-    tokens_after: int
 
 
 class _IneffectiveMemory:
@@ -105,20 +93,16 @@ class TransparentCompactor:
         compaction: CompactionService,
         cache: SummaryCache,
         observer: ProxyObserver,
+        memos: ResendMemos | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
         self.cache = cache
         self.observer = observer
-        # Bodies known to be under their threshold (the decision depends only on the
-        # bytes: model, output budget and history are all in them).
-        self._under_threshold: OrderedDict[tuple[str, int, int], int] = OrderedDict()
-        # How many of those bodies have each (api, length): a body of a length never seen
-        # (a history that grew) is told apart without hashing its bytes.
-        self._under_threshold_lengths: Counter[tuple[str, int]] = Counter()
+        self.memos = memos or ResendMemos()
+        self.tracer: Tracer = tracer or NullTracer()
         self._prefix_memo = PrefixMemo()
-        # Tenant + body → what was forwarded for it and its counts, for exact resends.
-        self._compacted: OrderedDict[tuple[str, str, int, int], _Compacted] = OrderedDict()
 
     async def apply(
         self,
@@ -127,23 +111,37 @@ class TransparentCompactor:
         report: ProxyReport,
         *,
         trigger: str = "auto",
+        counted_by: Exchange | None = None,
     ) -> dict[str, Any] | None:
-        """The body to forward (None: forward the original bytes). `trigger` overflow
-        compacts whatever the estimate says."""
+        """The body to forward (None: forward `body` as it is). `trigger` overflow
+        compacts whatever the estimate says. An earlier stage's count of the same history
+        (`counted_by`) is reused, not made again."""
         api = call.api
-        wanted = _history_of(api, body)
+        wanted = history_of(call, body)
         if wanted is None:
             return None
+        known = counted_by.count_of(wanted.messages) if counted_by is not None else None
+        started = time.perf_counter()
         try:
-            counted = self.estimation.count(wanted)
+            with self.tracer.span("count", attributes={"compactor.api": api.name}) as span:
+                counted = (
+                    self.estimation.resettled(wanted, known)
+                    if known is not None
+                    else self.estimation.count(wanted)
+                )
+                span.set_attribute("compactor.tokens", counted.estimate.tokens)
+                span.set_attribute("compactor.threshold", counted.threshold)
         except InvalidHistoryError as exc:
             # The upstream is the judge of what it accepts; the proxy only steps aside.
             report.note = f"history not compactable: {exc.where or 'body'}"
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
+        report.model, report.threshold = wanted.model, counted.threshold
+        report.model_known = counted.model_known
+        report.window_source = window_source(counted)
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
-            self._remember_under_threshold(call, counted.estimate.tokens)
+            self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
             return None
         history = list(wanted.messages)
         inline = counted.inline_system_count
@@ -159,6 +157,7 @@ class TransparentCompactor:
         )
         hit = await self._lookup(call, scope, prefixes)
         forwarded = None
+        before = counted
         if hit is not None:
             working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
             wanted = replace(wanted, messages=working)
@@ -168,6 +167,7 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 self._remember_compacted(call, forwarded, report)
+                self._log_cached(call, before, counted.estimate.tokens, hit, started, trigger)
                 return forwarded
         # What a plan's summary covers, in messages of the caller's history.
         offset = 1 if hit is not None else 0
@@ -180,9 +180,17 @@ class TransparentCompactor:
             ineffective.known = await anyio.to_thread.run_sync(
                 self._known_ineffective, call.tenant, scope, prefixes
             )
-        options = CompactOptions(force=overflow, trigger=trigger, skip_summary=ineffective.skip)
+        options = CompactOptions(
+            force=overflow,
+            trigger=trigger,
+            skip_summary=ineffective.skip,
+            subject={"api": api.name, "tenant": call.tenant},
+        )
         try:
-            outcome = await self.compaction.compact(wanted, options, call.caller_gone)
+            # The count made above is the compaction's: it is not made again.
+            outcome = await self.compaction.compact(
+                wanted, options, call.caller_gone, counted=counted
+            )
         except (SummarizerError, IneffectiveCompactionError) as exc:
             # Fail open: the upstream may still take the history; a summary is an aid.
             report.note = f"compaction failed: {type(exc).__name__}"
@@ -214,6 +222,30 @@ class TransparentCompactor:
             self._remember_compacted(call, forwarded, report)
         return forwarded
 
+    def _log_cached(
+        self,
+        call: ProxyCall,
+        before: CountedHistory,
+        tokens_after: int,
+        hit: CachedSummary,
+        started: float,
+        trigger: str,
+    ) -> None:
+        """The line of a compaction the summary cache answered (no summarizer call)."""
+        info = self.compaction.summarizer.info
+        log_compaction(
+            before,
+            tokens_after=tokens_after,
+            trigger=trigger,
+            strategy="summarize",
+            applied=("summarize",),
+            summarizer=f"{info.provider}/{info.model}",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            subject={"api": call.api.name, "tenant": call.tenant},
+            summarized_messages=hit.prefix_len,
+            cached=True,
+        )
+
     def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
         """Everything besides the prefix that shapes its summary."""
         info = self.compaction.summarizer.info
@@ -229,13 +261,7 @@ class TransparentCompactor:
 
     def known_under_threshold(self, call: ProxyCall) -> int | None:
         """The token count of a body already seen, byte for byte, under its threshold."""
-        if (call.api.name, len(call.raw)) not in self._under_threshold_lengths:
-            return None
-        key = _body_key(call)
-        tokens = self._under_threshold.get(key)
-        if tokens is not None:
-            self._under_threshold.move_to_end(key)
-        return tokens
+        return self.memos.under_threshold(call.api.name, call.raw)
 
     def known_compacted(self, call: ProxyCall, report: ProxyReport) -> dict[str, Any] | None:
         """The body forwarded last time for this very body (same tenant, same bytes),
@@ -243,11 +269,9 @@ class TransparentCompactor:
 
         Its summary came from the summary cache (or was just stored there) and the rest of
         the history is in the bytes, so a resend would rebuild exactly this body."""
-        key = (call.tenant, *_body_key(call))
-        known = self._compacted.get(key)
+        known = self.memos.compacted(call.tenant, call.api.name, call.raw)
         if known is None:
             return None
-        self._compacted.move_to_end(key)
         report.compacted = report.cache_hit = True
         report.tokens_before, report.tokens_after = known.tokens_before, known.tokens_after
         self.observer.summary_cache_lookup(call.api.name, True)
@@ -258,22 +282,9 @@ class TransparentCompactor:
     ) -> None:
         if report.tokens_before is None or report.tokens_after is None:
             return
-        key = (call.tenant, *_body_key(call))
-        self._compacted[key] = _Compacted(body, report.tokens_before, report.tokens_after)
-        if len(self._compacted) > COMPACTED_RESEND_ENTRIES:
-            self._compacted.popitem(last=False)
-
-    def _remember_under_threshold(self, call: ProxyCall, tokens: int) -> None:
-        key = _body_key(call)
-        if key not in self._under_threshold:
-            self._under_threshold_lengths[key[:2]] += 1
-        self._under_threshold[key] = tokens
-        if len(self._under_threshold) > UNDER_THRESHOLD_ENTRIES:
-            evicted, _ = self._under_threshold.popitem(last=False)
-            lengths = self._under_threshold_lengths
-            lengths[evicted[:2]] -= 1
-            if lengths[evicted[:2]] <= 0:
-                del lengths[evicted[:2]]
+        self.memos.remember_compacted(
+            call.tenant, call.api.name, call.raw, body, (report.tokens_before, report.tokens_after)
+        )
 
     async def _lookup(
         self, call: ProxyCall, scope: str, prefixes: PrefixHashes
@@ -305,3 +316,40 @@ class TransparentCompactor:
     @staticmethod
     def _store_failed(kind: str) -> None:
         log.warning("summary cache unavailable", extra={"error": kind})
+
+
+class TransparentStage:
+    """The pipeline's transparent compaction (SPEC §10), for requests not bound to a
+    session; it also answers an overflow of any request it could have compacted."""
+
+    def __init__(self, compactor: TransparentCompactor) -> None:
+        self.compactor = compactor
+
+    async def run(self, exchange: Exchange) -> None:
+        call = exchange.call
+        if exchange.mode is ProxyMode.OFF or call.bound:
+            return
+        body = exchange.working_body
+        if body is None:
+            return
+        report = exchange.report
+
+        async def recover() -> dict[str, Any] | None:
+            return await self.compactor.apply(call, body, report, trigger="overflow")
+
+        exchange.recover_overflow = recover
+        if exchange.mode is not ProxyMode.TRANSPARENT:
+            return
+        # A history resent unchanged and known to be under its threshold goes on as it
+        # came, unparsed and uncounted; one compacted before goes on as it went then.
+        known = self.compactor.known_under_threshold(call)
+        if known is not None:
+            report.tokens_before = report.tokens_after = known
+            return
+        resent = self.compactor.known_compacted(call, report)
+        if resent is not None:
+            exchange.body = resent
+            return
+        forwarded = await self.compactor.apply(call, body, report, counted_by=exchange)
+        if forwarded is not None:
+            exchange.body = forwarded

@@ -1,18 +1,18 @@
 """Appending to a session's transcript, and reading it back.
 
 Entries are append-only and numbered atomically; an `Idempotency-Key` makes a retried
-batch append nothing and answer as the first time.
+batch append nothing and answer as the first time, for as long as the key is kept (the
+retention, `COMPACTOR_IDEMPOTENCY_RETENTION_HOURS`); after that the key is forgotten and
+the same batch appends again. Expired keys are deleted a bounded batch at a time by the
+appends that bring a key, so the table holds about one retention's worth of keys.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
-
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from app.engine.errors import InvalidHistoryError
 from app.formats.registry import FORMATS
@@ -21,24 +21,31 @@ from app.services.json_bytes import json_bytes
 from app.services.sessions.context import session_format
 from app.services.sessions.errors import IdempotencyMismatchError, SessionNotFoundError
 from app.services.sessions.transactions import SessionStore
-from app.store.models import IdempotencyKeyRow
-from app.store.repositories import (
-    IdempotencyRepository,
-    SessionRepository,
-    TranscriptRepository,
-)
+from app.store.errors import DuplicateKeyError, RowGoneError
+from app.store.transactions import StoreTransaction
+from app.store.views import AppendResult, IdempotentAppend
+
+__all__ = ["DEFAULT_IDEMPOTENCY_RETENTION", "AppendResult", "TranscriptLog"]
+
+DEFAULT_IDEMPOTENCY_RETENTION = timedelta(hours=24)
+# Expired keys one append deletes at most: the clean-up stays a small, indexed delete.
+EXPIRED_KEYS_PER_APPEND = 100
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    appended: int
-    first_seq: int | None
-    last_seq: int | None
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 class TranscriptLog:
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
         self._store = store
+        self._retention = idempotency_retention
+        self._clock = clock
 
     def append(
         self,
@@ -50,37 +57,46 @@ class TranscriptLog:
     ) -> AppendResult:
         """Appends messages (validated in the session's format), atomically numbered."""
         request_hash = hashlib.sha256(json_bytes([messages, sorted(usage.items())])).hexdigest()
+        not_before = self._clock() - self._retention
         try:
-            with self._store.transaction() as db:
+            with self._store.transaction() as tx:
                 return self._append(
-                    db, tenant, session_id, messages, usage, idempotency_key, request_hash
+                    tx,
+                    tenant,
+                    session_id,
+                    messages,
+                    usage,
+                    idempotency_key,
+                    request_hash,
+                    not_before,
                 )
-        except IntegrityError:
+        except DuplicateKeyError:
             # A concurrent request with the same key won the race: answer as it did.
             if idempotency_key is None:
                 raise
-            with self._store.transaction() as db:
-                replay = self._replay(db, session_id, idempotency_key, request_hash)
+            with self._store.transaction() as tx:
+                replay = self._replay(tx, session_id, idempotency_key, request_hash, not_before)
                 if replay is None:
                     raise
                 return replay
 
     def _append(
         self,
-        db: Session,
+        tx: StoreTransaction,
         tenant: str,
         session_id: str,
         messages: Sequence[Any],
         usage: dict[int, dict[str, int]],
         idempotency_key: str | None,
         request_hash: str,
+        not_before: datetime,
     ) -> AppendResult:
         # Locked: the format and system prefix decided below must see every earlier append.
-        row = SessionRepository(db).lock(session_id, tenant)
-        if row is None:
+        session = tx.sessions.lock(session_id, tenant)
+        if session is None:
             raise SessionNotFoundError(f"session {session_id} not found")
         if idempotency_key is not None:
-            replay = self._replay(db, session_id, idempotency_key, request_hash)
+            replay = self._replay(tx, session_id, idempotency_key, request_hash, not_before)
             if replay is not None:
                 return replay
         for index in usage:
@@ -89,50 +105,43 @@ class TranscriptLog:
                     f"usage: message_index {index} is outside this batch of {len(messages)}",
                     where="usage",
                 )
-        fmt = session_format(row.format, messages)
+        fmt = session_format(session.format, messages)
         # Undecided (None) means valid in every format; the default parser checks it again.
         parser = FORMATS.get(fmt) if fmt else FORMATS.default
         try:
             for i, message in enumerate(messages):
                 parser.parse_message(message, f"messages[{i}]")
         except InvalidHistoryError as exc:
-            if row.format is None:
+            if session.format is None:
                 raise
             claim = f"this session is in {parser.name} format"
             raise mismatch_error(exc, parser, messages, claim) from exc
-        if row.format is None and fmt is not None:
-            row.format = fmt
+        if session.format is None and fmt is not None:
+            tx.sessions.set_format(session_id, fmt)
         result = AppendResult(appended=0, first_seq=None, last_seq=None)
         if messages:
-            sessions = SessionRepository(db)
             try:
-                first = sessions.reserve_seqs(session_id, len(messages))
-            except LookupError:
+                first = tx.sessions.reserve_seqs(session_id, len(messages))
+            except RowGoneError:
                 raise SessionNotFoundError(f"session {session_id} not found") from None
             # Leading system messages extend the prefix only while nothing else came yet
             # (an undecided batch is plain user/assistant text and adds none).
-            if first == row.system_prefix_count and fmt is not None:
-                row.system_prefix_count += parser.leading_system_count(messages)
-            TranscriptRepository(db).append(session_id, first, messages, usage)
+            if first == session.system_prefix_count and fmt is not None:
+                leading = parser.leading_system_count(messages)
+                if leading:
+                    tx.sessions.extend_system_prefix(session_id, leading)
+            tx.transcript.append(session_id, first, messages, usage)
             result = AppendResult(len(messages), first, first + len(messages) - 1)
         if idempotency_key is not None:
-            IdempotencyRepository(db).add(
-                IdempotencyKeyRow(
-                    session_id=session_id,
-                    key=idempotency_key,
-                    request_hash=request_hash,
-                    response={
-                        "appended": result.appended,
-                        "first_seq": result.first_seq,
-                        "last_seq": result.last_seq,
-                    },
-                )
-            )
+            tx.idempotency.add(session_id, idempotency_key, IdempotentAppend(request_hash, result))
+            tx.idempotency.delete_expired(not_before, EXPIRED_KEYS_PER_APPEND)
         return result
 
     @staticmethod
-    def _replay(db: Session, session_id: str, key: str, request_hash: str) -> AppendResult | None:
-        stored = IdempotencyRepository(db).get(session_id, key)
+    def _replay(
+        tx: StoreTransaction, session_id: str, key: str, request_hash: str, not_before: datetime
+    ) -> AppendResult | None:
+        stored = tx.idempotency.get(session_id, key, not_before)
         if stored is None:
             return None
         if stored.request_hash != request_hash:
@@ -140,13 +149,13 @@ class TranscriptLog:
                 f"Idempotency-Key {key!r} was already used with a different body; "
                 "use a new key for a new batch"
             )
-        return AppendResult(**stored.response)
+        return stored.answer
 
     def transcript(
         self, tenant: str, session_id: str, offset: int, limit: int
     ) -> tuple[list[Any], int]:
         """The original messages from `offset`, and how many there are in all."""
-        with self._store.transaction() as db:
-            row = self._store.require(db, tenant, session_id)
-            entries = TranscriptRepository(db).page(session_id, offset, limit)
-            return [e.message for e in entries], row.entry_count
+        with self._store.transaction() as tx:
+            session = self._store.require(tx, tenant, session_id)
+            entries = tx.transcript.page(session_id, offset, limit)
+            return [e.message for e in entries], session.entry_count

@@ -14,35 +14,36 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy.exc import IntegrityError
 
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.strategy import StrategyName
 from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
-from app.services.clearing import clearing_due
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions
-from app.services.sessions.context import ForwardedPrompt, SessionContext, build_context
+from app.services.sessions.context import (
+    ForwardedPrompt,
+    SessionContext,
+    build_context,
+    compacted_context,
+)
 from app.services.sessions.errors import CompactionConflictError
-from app.services.sessions.records import record_fields
+from app.services.sessions.records import new_compaction
 from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
-from app.services.sessions.views import (
-    CompactionRecord,
-    CompactionStall,
-    SessionView,
-    entries_of,
-)
-from app.store.models import CompactionRow
-from app.store.repositories import CompactionRepository, TranscriptRepository, new_id
+from app.services.strategies.registry import clearing_due, strategy_for
+from app.store.errors import DuplicateKeyError
+from app.store.views import CompactionRecord, CompactionStall, NewCompaction, SessionView
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class ContextView:
+    """A session's context to send now, with its count."""
+
     context: SessionContext
     counted: CountedHistory
 
@@ -74,29 +75,22 @@ class SessionCompactor:
 
     def compactions(self, tenant: str, session_id: str) -> list[CompactionRecord]:
         """Every compaction record of the session, oldest first."""
-        with self._store.transaction() as db:
-            self._store.require(db, tenant, session_id)
-            return [CompactionRecord.of(row) for row in CompactionRepository(db).all(session_id)]
+        with self._store.transaction() as tx:
+            self._store.require(tx, tenant, session_id)
+            return tx.compactions.all(session_id)
 
     def load_context(
         self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
     ) -> SessionContext:
-        with self._store.transaction() as db:
-            row = self._store.require(db, tenant, session_id)
-            latest = CompactionRepository(db).latest(session_id)
-            transcript = TranscriptRepository(db)
-            prefix = transcript.page(session_id, 0, row.system_prefix_count)
-            kept = transcript.from_seq(
+        with self._store.transaction() as tx:
+            session = self._store.require(tx, tenant, session_id)
+            latest = tx.compactions.latest(session_id)
+            prefix = tx.transcript.page(session_id, 0, session.system_prefix_count)
+            kept = tx.transcript.from_seq(
                 session_id, latest.first_kept_seq if latest is not None else 0
             )
-            context = build_context(
-                SessionView.of(row),
-                CompactionRecord.of(latest) if latest is not None else None,
-                entries_of(prefix),
-                entries_of(kept),
-                self.marker,
-            )
-            return replace(context, prompt=prompt) if prompt is not None else context
+        context = build_context(session, latest, prefix, kept, self.marker)
+        return replace(context, prompt=prompt) if prompt is not None else context
 
     def context(
         self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
@@ -121,7 +115,8 @@ class SessionCompactor:
         view = await _in_thread(self.context, tenant, session_id, prompt)
         session = view.context.session
         settings = session.settings
-        clearing = clearing_due(view.counted, settings.effective_strategy, settings.effective_clear)
+        strategy = strategy_for(settings.strategy, view.counted)
+        clearing = clearing_due(view.counted, strategy, settings.effective_clear)
         if not view.counted.should_compact and not clearing:
             return CompactResult(compacted=False, record=None, view=view, reason="under threshold")
         entry_count = session.entry_count
@@ -136,7 +131,9 @@ class SessionCompactor:
                 warning=warning,
             )
         try:
-            result = await self._compact(view.context, "auto", None, None, caller_gone, force=False)
+            result = await self._compact(
+                view.context, "auto", None, None, caller_gone, force=False, counted=view.counted
+            )
         except IneffectiveCompactionError as exc:
             result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
         if result.view.counted.should_compact:
@@ -148,9 +145,9 @@ class SessionCompactor:
         return result
 
     def _set_stall(self, session: SessionView, stall: CompactionStall | None) -> None:
-        with self._store.transaction() as db:
-            row = self._store.require(db, session.tenant, session.id)
-            row.compaction_stall = stall.to_json() if stall is not None else None
+        with self._store.transaction() as tx:
+            self._store.require(tx, session.tenant, session.id)
+            tx.sessions.set_stall(session.id, stall)
 
     async def compact(
         self,
@@ -160,7 +157,7 @@ class SessionCompactor:
         instructions: str | None,
         thinking: ThinkingLevel | None,
         caller_gone: CallerGone = lambda: False,
-        strategy: str | None = None,
+        strategy: StrategyName | None = None,
         prompt: ForwardedPrompt | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
@@ -181,8 +178,11 @@ class SessionCompactor:
         caller_gone: CallerGone,
         *,
         force: bool,
-        strategy: str | None = None,
+        strategy: StrategyName | None = None,
+        counted: CountedHistory | None = None,
     ) -> CompactResult:
+        """Compacts `context` (already counted as `counted` when given) and records it;
+        the new context is built from the outcome, not read and counted again."""
         session = context.session
         settings = session.settings
         options = CompactOptions(
@@ -190,49 +190,47 @@ class SessionCompactor:
             trigger=trigger,
             instructions=instructions,
             thinking=thinking or settings.thinking,
-            strategy=strategy or settings.effective_strategy,
+            strategy=strategy or settings.strategy,
             clear=settings.effective_clear,
             pinned=settings.pinned,
+            subject={"session_id": session.id},
         )
-        outcome = await self.compaction.compact(context.history(), options, caller_gone)
+        outcome = await self.compaction.compact(context.history(), options, caller_gone, counted)
         if not outcome.compacted:
             view = ContextView(context, outcome.counted)
             return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
-        record = await _in_thread(self._record, context, outcome, trigger, instructions)
-        view = await _in_thread(self.context, session.tenant, session.id, context.prompt)
+        new = new_compaction(context, outcome, trigger, instructions)
+        record = await _in_thread(self._record, context.session, new)
+        view = _compacted_view(context, outcome, record)
         return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
 
-    def _record(
-        self,
-        context: SessionContext,
-        outcome: CompactionOutcome,
-        trigger: str,
-        instructions: str | None,
-    ) -> CompactionRecord:
-        latest = context.latest
-        row = CompactionRow(
-            id=new_id(),
-            session_id=context.session.id,
-            ordinal=(latest.ordinal + 1) if latest is not None else 1,
-            covered_seq=max(s for s in context.seqs if s is not None) + 1,
-            tokens_before=outcome.tokens_before,
-            tokens_after=outcome.tokens_after or 0,
-            trigger=trigger,
-            instructions=instructions,
-            previous_id=latest.id if latest is not None else None,
-            **record_fields(context, outcome),
-        )
+    def _record(self, session: SessionView, new: NewCompaction) -> CompactionRecord:
         try:
-            with self._store.transaction() as db:
-                current = self._store.require(db, context.session.tenant, context.session.id)
-                CompactionRepository(db).add(row)
-                current.compaction_count = row.ordinal
-                return CompactionRecord.of(row)
-        except IntegrityError as exc:
+            with self._store.transaction() as tx:
+                self._store.require(tx, session.tenant, session.id)
+                return tx.compactions.add(new)
+        except DuplicateKeyError as exc:
             raise CompactionConflictError(
                 "another compaction of this session finished first from the same history; "
                 "fetch the context again and retry if still needed"
             ) from exc
+
+
+def _compacted_view(
+    context: SessionContext, outcome: CompactionOutcome, record: CompactionRecord
+) -> ContextView:
+    """The context `record` leaves, with its count, from the compaction's outcome."""
+    messages, counted = outcome.messages, outcome.counted_after
+    assert messages is not None and counted is not None
+    plan = outcome.plan
+    if plan is not None and outcome.summary is not None:
+        # [inline system…] + [summary] + the entries from the cut.
+        inline = counted.inline_system_count
+        seqs = [*context.seqs[:inline], None, *context.seqs[plan.cut_index :]]
+    else:
+        # Tool results cleared in place: the same entries.
+        seqs = list(context.seqs)
+    return ContextView(compacted_context(context, record, list(messages), seqs), counted)
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.counting.estimate import UsageReport
-from app.engine.errors import InvalidHistoryError
-from app.formats.protocol import WireFormat
-from app.formats.registry import FORMATS
+from app.formats.registry import FORMATS, parses_all
 from app.services.history import HistoryInput
-from app.services.sessions.views import CompactionRecord, SessionView, TranscriptEntry
+from app.store.views import CompactionRecord, SessionView, TranscriptEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +71,11 @@ def session_format(stored: str | None, messages: Sequence[Any]) -> str | None:
     proven = FORMATS.evidence(messages)
     if proven is not None:
         return proven.name
-    readable = [wire.name for wire in FORMATS if _all_valid(wire, messages)]
+    readable = [wire.name for wire in FORMATS if parses_all(wire, messages)]
     if len(readable) == 1:
         return readable[0]
     # Valid in several: undecided. Valid in none: the default, whose parser names the problem.
     return None if readable else FORMATS.default.name
-
-
-def _all_valid(parser: WireFormat, messages: Sequence[Any]) -> bool:
-    try:
-        for i, message in enumerate(messages):
-            parser.parse_message(message, f"messages[{i}]")
-    except InvalidHistoryError:
-        return False
-    return True
 
 
 def build_context(
@@ -138,4 +127,32 @@ def build_context(
         usage=usage,
         estimate_floor=floor if floor is not None else len(messages),
         latest=latest,
+    )
+
+
+def compacted_context(
+    context: SessionContext,
+    record: CompactionRecord,
+    messages: list[Any],
+    seqs: list[int | None],
+) -> SessionContext:
+    """The context once `record` (a compaction of `context` into `messages`, whose
+    transcript entries are `seqs`) is written: what `build_context` would rebuild from
+    the store, without reading it again. Every usage report is stale now (the record
+    covers every entry), so the estimate floor is past the last message."""
+    assert len(messages) == len(seqs)
+    position = {seq: index for index, seq in enumerate(seqs) if seq is not None}
+    usage = [
+        replace(report, message_index=position[seq])
+        for report in context.usage
+        if (seq := context.seqs[report.message_index]) is not None and seq in position
+    ]
+    return replace(
+        context,
+        session=replace(context.session, compaction_count=record.ordinal),
+        messages=messages,
+        seqs=seqs,
+        usage=usage,
+        estimate_floor=len(messages),
+        latest=record,
     )

@@ -7,17 +7,15 @@ among them, so the context is rebuilt from the untouched transcript.
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.services.clearing import cleared_to_json
 from app.services.compaction import CompactionOutcome
 from app.services.sessions.context import SessionContext
+from app.store.views import NO_SUMMARIZER, NewCompaction, RestoredFactRecord, SummarizerRecord
 
-_NO_SUMMARIZER = {"provider": "none", "model": "none", "thinking": "off", "attempts": 0}
 
-
-def record_fields(context: SessionContext, outcome: CompactionOutcome) -> dict[str, Any]:
-    """The columns of the record of `outcome` that depend on its strategy."""
+def new_compaction(
+    context: SessionContext, outcome: CompactionOutcome, trigger: str, instructions: str | None
+) -> NewCompaction:
+    """The record of `outcome`, a compaction of `context`, on top of its latest record."""
     plan, summary, latest = outcome.plan, outcome.summary, context.latest
     conversation = outcome.counted.conversation
     assert conversation is not None
@@ -26,18 +24,18 @@ def record_fields(context: SessionContext, outcome: CompactionOutcome) -> dict[s
         assert first_kept is not None
         info = outcome.summarizer.info
         text = summary.summary
-        summarizer: dict[str, Any] = {
-            "provider": info.provider,
-            "model": info.model,
-            "thinking": summary.thinking.value,
-            "attempts": summary.attempts,
-        }
+        summarizer = SummarizerRecord(
+            provider=info.provider,
+            model=info.model,
+            thinking=summary.thinking,
+            attempts=summary.attempts,
+        )
         kept_from = plan.cut_index
     else:
         # Only tool results were cleared: the summary and the kept entries stay.
         first_kept = latest.first_kept_seq if latest is not None else 0
         text = latest.summary if latest is not None else ""
-        summarizer = dict(_NO_SUMMARIZER)
+        summarizer = NO_SUMMARIZER
         kept_from = 0
     kept_ids = {
         call_id
@@ -46,17 +44,26 @@ def record_fields(context: SessionContext, outcome: CompactionOutcome) -> dict[s
     }
     earlier = latest.cleared_tool_uses if latest is not None else ()
     by_id = {c.tool_call_id: c for c in (*earlier, *outcome.cleared)}
-    cleared = [c for call_id, c in by_id.items() if call_id in kept_ids]
     finished = outcome.finished
-    return {
-        "summary": text,
-        "first_kept_seq": first_kept,
-        "summarizer": summarizer,
-        "strategy": outcome.strategy,
-        "applied": list(outcome.applied),
-        "restored_facts": (
-            [{"kind": f.kind.value, "text": f.text} for f in finished.restored] if finished else []
+    return NewCompaction(
+        session_id=context.session.id,
+        ordinal=(latest.ordinal + 1) if latest is not None else 1,
+        previous_id=latest.id if latest is not None else None,
+        trigger=trigger,
+        summary=text,
+        first_kept_seq=first_kept,
+        covered_seq=max(s for s in context.seqs if s is not None) + 1,
+        tokens_before=outcome.tokens_before,
+        tokens_after=outcome.tokens_after or 0,
+        summarizer=summarizer,
+        instructions=instructions,
+        strategy=outcome.strategy,
+        applied=outcome.applied,
+        restored_facts=(
+            tuple(RestoredFactRecord(f.kind.value, f.text) for f in finished.restored)
+            if finished
+            else ()
         ),
-        "current_request": finished.current_request if finished else None,
-        "cleared_tool_uses": cleared_to_json(cleared),
-    }
+        current_request=finished.current_request if finished else None,
+        cleared_tool_uses=tuple(c for call_id, c in by_id.items() if call_id in kept_ids),
+    )

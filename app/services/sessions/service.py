@@ -6,22 +6,21 @@ Everything handed out is a frozen view (`views.py`), never an ORM row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from sqlalchemy.orm import Session, sessionmaker
+from datetime import timedelta
 
 from app.engine.compaction.marker import SummaryMarker
-from app.engine.ports import CallerGone
-from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionService
 from app.services.estimation import EstimationService
-from app.services.sessions.appends import AppendResult, TranscriptLog
+from app.services.sessions.appends import (
+    DEFAULT_IDEMPOTENCY_RETENTION,
+    AppendResult,
+    TranscriptLog,
+)
 from app.services.sessions.catalog import NewSession, SessionCatalog
 from app.services.sessions.compactions import CompactResult, ContextView, SessionCompactor
 from app.services.sessions.context import ForwardedPrompt
 from app.services.sessions.transactions import SessionStore
-from app.services.sessions.views import CompactionRecord, SessionView
+from app.store.transactions import SessionDatabase
 
 __all__ = [
     "AppendResult",
@@ -34,91 +33,39 @@ __all__ = [
 
 
 class SessionService:
+    """The facade: its operations are its parts' own (one signature each, no restating)."""
+
     def __init__(
         self,
-        sessions: sessionmaker[Session],
+        database: SessionDatabase,
         estimation: EstimationService,
         compaction: CompactionService,
         marker: SummaryMarker | None = None,
+        idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
         self.marker = marker or SummaryMarker()
-        store = SessionStore(sessions)
-        self._store = store
-        self._catalog = SessionCatalog(store)
-        self._log = TranscriptLog(store)
-        self._compactor = SessionCompactor(store, estimation, compaction, self.marker)
-
-    def check_database(self) -> str | None:
-        """None when the store answers and its tables exist, else what is wrong."""
-        return self._store.check_database()
-
-    def create(self, tenant: str, new: NewSession) -> SessionView:
-        """A new, empty session with its settings."""
-        return self._catalog.create(tenant, new)
-
-    def get(self, tenant: str, session_id: str) -> SessionView:
-        return self._catalog.get(tenant, session_id)
-
-    def list_for_tenant(
-        self, tenant: str, offset: int, limit: int
-    ) -> tuple[list[SessionView], int]:
-        """The tenant's sessions, newest first, and how many there are."""
-        return self._catalog.list_for_tenant(tenant, offset, limit)
-
-    def delete(self, tenant: str, session_id: str) -> None:
-        self._catalog.delete(tenant, session_id)
-
-    def append(
-        self,
-        tenant: str,
-        session_id: str,
-        messages: Sequence[Any],
-        usage: dict[int, dict[str, int]],
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        """Appends messages (validated in the session's format), atomically numbered."""
-        return self._log.append(tenant, session_id, messages, usage, idempotency_key)
-
-    def transcript(
-        self, tenant: str, session_id: str, offset: int, limit: int
-    ) -> tuple[list[Any], int]:
-        """The original messages from `offset`, and how many there are in all."""
-        return self._log.transcript(tenant, session_id, offset, limit)
-
-    def compactions(self, tenant: str, session_id: str) -> list[CompactionRecord]:
-        """Every compaction record of the session, oldest first."""
-        return self._compactor.compactions(tenant, session_id)
-
-    def context(
-        self, tenant: str, session_id: str, prompt: ForwardedPrompt | None = None
-    ) -> ContextView:
-        """The context to send now, with its estimate."""
-        return self._compactor.context(tenant, session_id, prompt)
-
-    async def prepare(
-        self,
-        tenant: str,
-        session_id: str,
-        caller_gone: CallerGone = lambda: False,
-        prompt: ForwardedPrompt | None = None,
-    ) -> CompactResult:
-        """The before-turn hook: estimate; compact when over the threshold; the context."""
-        return await self._compactor.prepare(tenant, session_id, caller_gone, prompt)
-
-    async def compact(
-        self,
-        tenant: str,
-        session_id: str,
-        trigger: str,
-        instructions: str | None,
-        thinking: ThinkingLevel | None,
-        caller_gone: CallerGone = lambda: False,
-        strategy: str | None = None,
-        prompt: ForwardedPrompt | None = None,
-    ) -> CompactResult:
-        """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
-        return await self._compactor.compact(
-            tenant, session_id, trigger, instructions, thinking, caller_gone, strategy, prompt
-        )
+        store = SessionStore(database)
+        catalog = SessionCatalog(store)
+        log = TranscriptLog(store, idempotency_retention)
+        compactor = SessionCompactor(store, estimation, compaction, self.marker)
+        # None when the store answers and its tables exist, else what is wrong.
+        self.check_database = store.check_database
+        # The catalog: a new, empty session with its settings; one; a page of the
+        # tenant's, newest first, with how many there are; deleting one.
+        self.create = catalog.create
+        self.get = catalog.get
+        self.list_for_tenant = catalog.list_for_tenant
+        self.delete = catalog.delete
+        # The transcript log: appends (validated in the session's format, atomically
+        # numbered, idempotent by key); the originals from an offset, with the total.
+        self.append = log.append
+        self.transcript = log.transcript
+        # The compactor: every compaction record, oldest first; the context to send now
+        # with its estimate; the before-turn hook (compact when over the threshold); a
+        # manual or overflow compaction regardless of the threshold (409 if nothing).
+        self.compactions = compactor.compactions
+        self.context = compactor.context
+        self.prepare = compactor.prepare
+        self.compact = compactor.compact

@@ -1,49 +1,42 @@
-"""Short transactions on the session store, with store failures as domain errors."""
+"""Short transactions on the session store, with store failures as session errors."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
-
 from app.services.sessions.errors import SessionNotFoundError
-from app.services.sessions.store_errors import store_error
-from app.store.models import SessionRow
-from app.store.repositories import SessionRepository
+from app.services.sessions.store_errors import session_error
+from app.store.errors import StoreError
+from app.store.transactions import SessionDatabase, StoreTransaction
+from app.store.views import SessionView
 
 
 class SessionStore:
     """Opens transactions; commits at the end of the block, rolls back on any error."""
 
-    def __init__(self, sessions: sessionmaker[Session]) -> None:
-        self._sessions = sessions
+    def __init__(self, database: SessionDatabase) -> None:
+        self._database = database
 
     @contextmanager
-    def transaction(self) -> Iterator[Session]:
+    def transaction(self) -> Iterator[StoreTransaction]:
         try:
-            with self._sessions.begin() as db:
-                yield db
-        except DBAPIError as exc:
-            translated = store_error(exc)
+            with self._database.transaction() as tx:
+                yield tx
+        except StoreError as exc:
+            translated = session_error(exc)
             if translated is None:
                 raise
             raise translated from exc
 
     @staticmethod
-    def require(db: Session, tenant: str, session_id: str) -> SessionRow:
-        """The tenant's session row; SessionNotFoundError for another tenant's or none."""
-        row = SessionRepository(db).get(session_id, tenant)
-        if row is None:
+    def require(tx: StoreTransaction, tenant: str, session_id: str) -> SessionView:
+        """The tenant's session; SessionNotFoundError for another tenant's or none."""
+        session = tx.sessions.get(session_id, tenant)
+        if session is None:
             raise SessionNotFoundError(f"session {session_id} not found")
-        return row
+        return session
 
     def check_database(self) -> str | None:
         """None when the store answers and its tables exist, else what is wrong."""
-        try:
-            with self._sessions() as db:
-                SessionRepository(db).ping()
-        except SQLAlchemyError as exc:
-            return str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        return None
+        return self._database.check()

@@ -15,6 +15,9 @@ export function isRestOperation(path, operation) {
   if (path === "/v1" || path.startsWith("/v1/") || path === "/ui" || path.startsWith("/ui/")) {
     return false;
   }
+  // The vendor APIs' routes outside /v1 (Gemini's /{api_version}/models/...).
+  const tags = operation.tags ?? [];
+  if (tags.includes("proxy") || tags.includes("native")) return false;
   const media = new Set();
   for (const response of Object.values(operation.responses ?? {})) {
     for (const type of Object.keys(response.content ?? {})) media.add(type);

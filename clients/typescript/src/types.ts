@@ -15,7 +15,7 @@ export interface AppendOut {
 }
 
 export interface Breakdown {
-  /** Parts counted by a guess, not a published or API-confirmed rule: tokenizer (an approximate encoding for this model), framing (the wire format's framing is unpublished), images, tool_calls, tool_results, thinking, blocks, tools. Empty when `exact` is true (and the estimate is not usage-anchored). */
+  /** Parts counted by a guess, not a published or API-confirmed rule: tokenizer (an approximate encoding for this model), framing (the wire format's framing is unpublished), images, tool_calls, tool_results, thinking, blocks, tools, usage_anchor (the total adds counts to a provider usage report). Empty exactly when `exact` is true. */
   estimated?: string[];
   messages: number;
   system: number;
@@ -60,23 +60,23 @@ export interface CompactIn {
   /** Compact even under the threshold. */
   force?: boolean;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   /** Deprecated request-level form of tool_choice. */
   function_call?: string | Record<string, unknown> | null;
   /** Deprecated Chat Completions functions; counted. */
   functions?: Record<string, unknown>[];
   instructions?: string | null;
   keep_recent_tokens?: number | null;
-  /** Chat Completions or Messages API messages, unchanged. */
+  /** Chat Completions or Messages API messages, Responses input items or Gemini contents, unchanged. */
   messages: Record<string, unknown>[];
   model?: string | null;
   /** Facts every summary must keep verbatim (added back if the summarizer dropped them). */
   pinned?: string[];
   reserve_tokens?: number | null;
-  /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
-  strategy?: "summarize" | "clear_tool_results" | "auto";
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. Default: the model's configured strategy (COMPACTOR_CONFIG), else summarize. */
+  strategy?: "summarize" | "clear_tool_results" | "auto" | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
@@ -94,12 +94,17 @@ export interface CompactOut {
   applied?: Array<"clear_tool_results" | "summarize">;
   cleared_tool_uses?: ClearedToolUseOut[];
   compacted: boolean;
+  context_window: number;
+  /** Where context_window came from: request, config (the operator's per-model policy), upstream (the upstream's model list), registry, alias (the registry, through an alias or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW). */
+  context_window_source: "request" | "config" | "upstream" | "registry" | "alias" | "fallback";
   /** The request of the turn the cut fell inside, quoted in the summary. */
   current_request?: string | null;
   cut_index?: number | null;
   estimate_floor: number;
-  format: "openai" | "anthropic" | "responses";
+  format: "openai" | "anthropic" | "responses" | "gemini";
   messages: Record<string, unknown>[];
+  /** False when nothing knows the model name (registry, alias, the service's configuration or the upstream's model list): the window is then the request's or the fallback one. */
+  model_known: boolean;
   reason?: string | null;
   /** Pinned facts the summarizer left out, added back into the summary. */
   restored_facts?: RestoredFactOut[];
@@ -141,9 +146,9 @@ export interface CompactionOut {
 
 export interface ContextOut {
   estimate: EstimateOut;
-  format: "openai" | "anthropic" | "responses";
+  format: "openai" | "anthropic" | "responses" | "gemini";
   messages: Record<string, unknown>[];
-  system: string | Record<string, unknown>[] | null;
+  system: string | Record<string, unknown>[] | Record<string, unknown> | null;
   tools: Record<string, unknown>[];
 }
 
@@ -151,23 +156,24 @@ export interface ContextOut {
  * Body of POST /estimate.
  *
  * The fields of POST /compact are accepted and ignored too: a caller may send one body
- * to both (estimate first, compact when it says so).
+ * to both (estimate first, compact when it says so). They are checked as /compact
+ * checks them, so a body one refuses is refused by both.
  */
 export interface EstimateIn {
   context_window?: number | null;
   estimate_floor?: number;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   /** Deprecated request-level form of tool_choice. */
   function_call?: string | Record<string, unknown> | null;
   /** Deprecated Chat Completions functions; counted. */
   functions?: Record<string, unknown>[];
-  /** Chat Completions or Messages API messages, unchanged. */
+  /** Chat Completions or Messages API messages, Responses input items or Gemini contents, unchanged. */
   messages: Record<string, unknown>[];
   model?: string | null;
   reserve_tokens?: number | null;
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   tokenizer?: "auto" | "o200k_base" | "cl100k_base" | "chars/4";
   /** Counted: `none` and a named function cost tokens. */
   tool_choice?: string | Record<string, unknown> | null;
@@ -181,12 +187,16 @@ export interface EstimateIn {
 export interface EstimateOut {
   breakdown: Breakdown;
   context_window: number;
+  /** Where context_window came from: request, config (the operator's per-model policy), upstream (the upstream's model list), registry, alias (the registry, through an alias or a gateway name), fallback (COMPACTOR_FALLBACK_CONTEXT_WINDOW). */
+  context_window_source: "request" | "config" | "upstream" | "registry" | "alias" | "fallback";
   encoding: string;
   estimate_floor?: number;
   exact: boolean;
   /** tokenizer | heuristic, prefixed usage+ when anchored. */
   method: string;
   model: string | null;
+  /** False when nothing knows the model name (registry, alias, the service's configuration or the upstream's model list): the window is then the request's or the fallback one. */
+  model_known: boolean;
   per_message: number[];
   reserve_tokens: number;
   should_compact: boolean;
@@ -252,7 +262,7 @@ export interface SessionIn {
   clear?: ClearIn | null;
   context_window?: number | null;
   /** Detected when omitted. */
-  format?: "openai" | "anthropic" | "responses" | null;
+  format?: "openai" | "anthropic" | "responses" | "gemini" | null;
   keep_recent_tokens?: number | null;
   metadata?: Record<string, unknown>;
   model?: string | null;
@@ -261,8 +271,8 @@ export interface SessionIn {
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;
-  /** Top-level system prompt (Anthropic style). */
-  system?: string | Record<string, unknown>[] | null;
+  /** Top-level system prompt (Anthropic `system`, Responses `instructions`, Gemini `systemInstruction`). */
+  system?: string | Record<string, unknown>[] | Record<string, unknown> | null;
   /** Thinking level the summarizer starts at. */
   thinking?: ThinkingLevel | null;
   tools?: Record<string, unknown>[];
@@ -281,7 +291,7 @@ export interface SessionOut {
   compaction_count: number;
   context_window?: number | null;
   created_at: string;
-  format: "openai" | "anthropic" | "responses" | null;
+  format: "openai" | "anthropic" | "responses" | "gemini" | null;
   id: string;
   keep_recent_tokens?: number | null;
   message_count: number;
@@ -290,7 +300,7 @@ export interface SessionOut {
   pinned?: string[];
   reserve_tokens?: number | null;
   strategy?: "summarize" | "clear_tool_results" | "auto";
-  system: string | Record<string, unknown>[] | null;
+  system: string | Record<string, unknown>[] | Record<string, unknown> | null;
   thinking?: ThinkingLevel | null;
   tools: Record<string, unknown>[];
   trigger_tokens?: number | null;
@@ -319,7 +329,12 @@ export interface SubagentIn {
 
 export interface SummarizerOut {
   attempts: number;
+  /** Prompt tokens the summarizer's provider read from its cache. */
+  cache_read_tokens?: number;
+  /** Prompt tokens the summarizer's provider wrote to its cache. */
+  cache_write_tokens?: number;
   chunks?: number;
+  /** Every prompt token of the summary calls, cached or not. */
   input_tokens?: number;
   model: string;
   output_tokens?: number;

@@ -27,6 +27,7 @@ def proxy_settings(tmp_path: Path, upstream: FakeUpstream, **overrides: Any) -> 
         database_url=f"sqlite:///{tmp_path / 'compactor.db'}",
         upstream_openai_url=f"{upstream.base_url}/v1",
         upstream_anthropic_url=upstream.base_url,
+        upstream_gemini_url=upstream.base_url,
         **overrides,
     )
 

@@ -119,12 +119,12 @@ def test_a_body_that_is_not_json_goes_to_the_upstream_as_is(
     assert upstream.received[-1].body == "{not json"
 
 
-def test_unconfigured_upstream_is_a_clear_503(tmp_path: Path) -> None:
+def test_unconfigured_upstream_is_a_clear_400_not_to_retry(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}")
     with live_service(settings) as url:
         answer = httpx.post(f"{url}/v1/messages", json={"model": "m", "messages": []})
-    assert answer.status_code == 503
-    assert "COMPACTOR_UPSTREAM_ANTHROPIC_URL" in answer.json()["detail"]
+    assert answer.status_code == 400 and answer.headers["x-should-retry"] == "false"
+    assert "COMPACTOR_UPSTREAM_ANTHROPIC_URL" in answer.json()["error"]["message"]
 
 
 def test_service_key_travels_in_x_compactor_key(tmp_path: Path, upstream: FakeUpstream) -> None:

@@ -94,6 +94,7 @@ from context_compactor._types import (
     ThinkingLevel,
     TokenizerName,
     Trigger,
+    WindowSource,
 )
 from context_compactor._version import (
     __version__,
@@ -145,5 +146,6 @@ __all__ = [
     "Transcript",
     "Trigger",
     "UsageReport",
+    "WindowSource",
     "__version__",
 ]

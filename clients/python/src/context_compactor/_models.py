@@ -16,19 +16,23 @@ from context_compactor._types import (
     SOURCE_KINDS,
     STRATEGIES,
     THINKING_LEVELS,
+    WINDOW_SOURCES,
     AppliedStep,
     FactKind,
     Format,
     SourceKind,
     Strategy,
     ThinkingLevel,
+    WindowSource,
 )
 
 Message = dict[str, Any]
-"""One message exactly as the wire format has it (Chat Completions, Messages, Responses item)."""
+"""One message exactly as the wire format has it (Chat Completions, Messages, Responses item,
+Gemini content)."""
 
-SystemPromptText = str | list[dict[str, Any]] | None
-"""A system prompt as the service returns it: text, Anthropic text blocks, or none."""
+SystemPromptText = str | list[dict[str, Any]] | dict[str, Any] | None
+"""A system prompt as the service returns it: text, Anthropic text blocks, a Gemini
+`systemInstruction` content, or none."""
 
 
 @dataclass(frozen=True)
@@ -93,9 +97,13 @@ class Estimate:
     exact: bool
     encoding: str
     model: str | None
+    model_known: bool
+    """False when nothing knows the model name: the window is the request's or the fallback."""
     breakdown: Breakdown
     per_message: list[int]
     context_window: int
+    context_window_source: WindowSource
+    """Where the window came from: request, config, upstream, registry, alias, fallback."""
     reserve_tokens: int
     threshold: int
     should_compact: bool
@@ -111,9 +119,13 @@ class Estimate:
             exact=f.flag(raw, "exact"),
             encoding=f.text(raw, "encoding"),
             model=f.opt_text(raw, "model"),
+            model_known=f.flag_or(raw, "model_known", True),
             breakdown=Breakdown.parse(f.obj(raw, "breakdown")),
             per_message=f.integers(raw, "per_message"),
             context_window=f.integer(raw, "context_window"),
+            context_window_source=f.one_of_or(
+                raw, "context_window_source", WINDOW_SOURCES, "registry"
+            ),
             reserve_tokens=f.integer(raw, "reserve_tokens"),
             threshold=f.integer(raw, "threshold"),
             should_compact=f.flag(raw, "should_compact"),
@@ -134,6 +146,9 @@ class SummarizerInfo:
     chunks: int
     input_tokens: int
     output_tokens: int
+    # Of input_tokens, what the summarizer's provider read from / wrote to its cache.
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -146,6 +161,8 @@ class SummarizerInfo:
             chunks=f.integer_or(raw, "chunks", 1),
             input_tokens=f.integer_or(raw, "input_tokens", 0),
             output_tokens=f.integer_or(raw, "output_tokens", 0),
+            cache_read_tokens=f.integer_or(raw, "cache_read_tokens", 0),
+            cache_write_tokens=f.integer_or(raw, "cache_write_tokens", 0),
             raw=raw,
         )
 
@@ -208,6 +225,9 @@ class CompactResult:
     tokens_before: int
     tokens_after: int
     threshold: int
+    context_window: int | None
+    context_window_source: WindowSource | None
+    model_known: bool
     estimate_floor: int
     summarizer: SummarizerInfo | None
     strategy: Strategy
@@ -235,6 +255,9 @@ class CompactResult:
             tokens_before=f.integer(raw, "tokens_before"),
             tokens_after=f.integer(raw, "tokens_after"),
             threshold=f.integer(raw, "threshold"),
+            context_window=f.opt_integer(raw, "context_window"),
+            context_window_source=f.opt_one_of(raw, "context_window_source", WINDOW_SOURCES),
+            model_known=f.flag_or(raw, "model_known", True),
             estimate_floor=f.integer(raw, "estimate_floor"),
             summarizer=None if summarizer is None else SummarizerInfo.parse(summarizer),
             strategy=f.one_of_or(raw, "strategy", STRATEGIES, "summarize"),

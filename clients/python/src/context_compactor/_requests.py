@@ -7,8 +7,8 @@ from typing import Any, Required, TypedDict
 
 from context_compactor._types import Format, Strategy, ThinkingLevel, TokenizerName
 
-SystemPromptValue = str | Sequence[Mapping[str, Any]]
-"""A system prompt: text, or Anthropic text blocks."""
+SystemPromptValue = str | Sequence[Mapping[str, Any]] | Mapping[str, Any]
+"""A system prompt: text, Anthropic text blocks, or a Gemini `systemInstruction` content."""
 
 
 class UsageReport(TypedDict, total=False):

@@ -6,23 +6,33 @@
     agent = create_agent(
         "openai:gpt-4o",
         tools=[...],
+        system_prompt="You are a coding agent.",
         middleware=[CompactionMiddleware("http://127.0.0.1:8000", model="gpt-4o")],
     )
 
-Before each model call the middleware sends the agent's messages to `POST /compact`.
-When the service compacts, the agent state is replaced by the summary message followed by
-the kept messages — the very same message objects, so every tool call keeps its result —
-and the model sees the compacted history; later calls build on it (the next compaction
-updates the summary instead of summarizing it again). Install with the `[langchain]` extra.
+Around each model call the middleware sends what the model is about to get — the
+agent's system prompt, its tools and its messages — to `POST /compact`, so a large agent
+prompt or tool set counts toward the threshold. When the service compacts, the model gets
+the summary message followed by the kept messages — the very same message objects, so
+every tool call keeps its result — and the agent state is replaced by that history plus
+the model's answer; later calls build on it (the next compaction updates the summary
+instead of summarizing it again). Install with the `[langchain]` extra (LangChain 1.2.9+:
+the state is updated through `ExtendedModelResponse`).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Any, Unpack
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Unpack, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
@@ -32,10 +42,14 @@ from langchain_core.messages import (
     convert_to_messages,
     convert_to_openai_messages,
 )
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from context_compactor import AsyncCompactorClient, CompactOptions, CompactorClient, CompactResult
+
+ModelCallResult = ModelResponse[Any] | ExtendedModelResponse[Any]
 
 
 class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any]):
@@ -66,51 +80,90 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.last_result: CompactResult | None = None
         """The service's answer for the latest model call (for logs and tests)."""
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Replace the history with its compacted form when the service compacts it."""
-        messages = list(state["messages"])
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelCallResult:
+        """Call the model with the compacted history when the service compacts it."""
+        messages = list(request.messages)
         if not messages:
-            return None
-        wire, options = to_wire(messages), self._request_options()
+            return handler(request)
+        wire, options = to_wire(messages), self._request_options(request)
         if self._client is not None:
             result = self._client.compact(wire, **options)
         else:
             with CompactorClient(self._url(), api_key=self._api_key) as client:
                 result = client.compact(wire, **options)
-        return self._update(messages, result)
+        compacted = self._compacted(messages, result)
+        if compacted is None:
+            return handler(request)
+        return _with_new_state(compacted, handler(request.override(messages=compacted)))
 
-    async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """The same as `before_model`, for agents run with `ainvoke` / `astream`."""
-        messages = list(state["messages"])
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult:
+        """The same as `wrap_model_call`, for agents run with `ainvoke` / `astream`."""
+        messages = list(request.messages)
         if not messages:
-            return None
-        wire, options = to_wire(messages), self._request_options()
+            return await handler(request)
+        wire, options = to_wire(messages), self._request_options(request)
         if self._async_client is not None:
             result = await self._async_client.compact(wire, **options)
         else:
             # A client per call: an agent may run under a new event loop each time.
             async with AsyncCompactorClient(self._url(), api_key=self._api_key) as client:
                 result = await client.compact(wire, **options)
-        return self._update(messages, result)
+        compacted = self._compacted(messages, result)
+        if compacted is None:
+            return await handler(request)
+        return _with_new_state(compacted, await handler(request.override(messages=compacted)))
 
     def _url(self) -> str:
         if self._base_url is None:
             raise ValueError("this middleware was given a client for the other mode only")
         return self._base_url
 
-    def _request_options(self) -> CompactOptions:
+    def _request_options(self, request: ModelRequest[Any]) -> CompactOptions:
+        """The options, with the request's system prompt and tools unless given."""
         options: CompactOptions = {"format": "openai"}
+        system = request.system_message
+        if system is not None and system.text:
+            options["system"] = system.text
+        tools = tool_definitions(request.tools)
+        if tools:
+            options["tools"] = tools
         options.update(self.options)
         return options
 
-    def _update(self, messages: list[AnyMessage], result: CompactResult) -> dict[str, Any] | None:
+    def _compacted(
+        self, messages: list[AnyMessage], result: CompactResult
+    ) -> list[AnyMessage] | None:
         self.last_result = result
-        if not result.compacted:
-            return None
-        compacted = compacted_history(messages, result)
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
+        return compacted_history(messages, result) if result.compacted else None
+
+
+def _with_new_state(
+    compacted: list[AnyMessage], response: ModelResponse[Any]
+) -> ExtendedModelResponse[Any]:
+    """The model's answer, and the agent state replaced by the compacted history + answer."""
+    update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted, *response.result]}
+    return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+def tool_definitions(tools: Sequence[BaseTool | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The agent's tools as Chat Completions tool definitions (what the model is shown)."""
+    definitions = []
+    for tool in tools:
+        try:
+            definitions.append(dict(convert_to_openai_tool(tool)))
+        except (TypeError, ValueError):
+            # A provider's built-in tool (a plain dict LangChain passes on): as given.
+            if isinstance(tool, dict):
+                definitions.append(dict(tool))
+    return definitions
 
 
 def to_wire(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
@@ -119,7 +172,7 @@ def to_wire(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return [dict(message) for message in wire]
 
 
-def compacted_history(messages: list[AnyMessage], result: CompactResult) -> list[BaseMessage]:
+def compacted_history(messages: list[AnyMessage], result: CompactResult) -> list[AnyMessage]:
     """The new history: leading system messages, the summary, then the kept originals."""
     leading = 0
     while leading < len(messages) and isinstance(messages[leading], SystemMessage):
@@ -135,4 +188,4 @@ def compacted_history(messages: list[AnyMessage], result: CompactResult) -> list
             *messages[cut:],
         ]
     # Tool results were cleared in place: the service's messages are the new history.
-    return list(convert_to_messages(result.messages))
+    return cast(list[AnyMessage], convert_to_messages(result.messages))

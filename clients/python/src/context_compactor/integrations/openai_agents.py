@@ -3,7 +3,7 @@
     from agents import Agent, Runner
     from context_compactor.integrations.openai_agents import CompactorSession
 
-    session = CompactorSession(base_url="http://127.0.0.1:8000", model="gpt-4o")
+    session = CompactorSession(base_url="http://127.0.0.1:8000", model="gpt-4o", agent=agent)
     await Runner.run(agent, "Fix the parser", session=session)
     print(session.session_id)  # keep it to continue the conversation later
 
@@ -11,7 +11,10 @@ Items are stored as OpenAI Responses input items (`format: "responses"`). Before
 the SDK reads the history with `get_items`, which calls the session's `prepare` hook:
 when the session is over its threshold the service compacts it, and the run starts from
 the summary item followed by the kept items (function calls still paired with their
-outputs). The transcript keeps every original item. Install with `[openai-agents]`.
+outputs). The transcript keeps every original item. Given the `agent`, the session is
+created with its instructions (when they are text) and its function tools, so what the
+model is shown besides the items counts toward the threshold. Install with
+`[openai-agents]`.
 
 The store is append-only: `pop_item` rebuilds the session without its last item (a new
 session id, the compaction records start over) and `clear_session` deletes it; a new
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Unpack, cast
 
+from agents import Agent, FunctionTool
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
 
@@ -45,6 +49,7 @@ class CompactorSession(SessionABC):
         *,
         base_url: str,
         api_key: str | None = None,
+        agent: Agent[Any] | None = None,
         **options: Unpack[SessionOptions],
     ) -> None:
         self.session_id = session_id or ""
@@ -52,6 +57,8 @@ class CompactorSession(SessionABC):
         self._base_url = base_url
         self._api_key = api_key
         self.options: SessionOptions = {"format": "responses"}
+        if agent is not None:
+            self.options.update(agent_prompt(agent))
         self.options.update(options)
         self.last_prepare: PrepareResult | None = None
         """The service's answer to the latest `get_items` (for logs and tests)."""
@@ -105,6 +112,28 @@ class CompactorSession(SessionABC):
         async with self._client() as client:
             await client.delete_session(self.session_id)
         self.session_id = ""
+
+
+def agent_prompt(agent: Agent[Any]) -> SessionOptions:
+    """What the model is shown besides the items: the agent's instructions (when text; a
+    function of the run context cannot be known here) and its function tools, as
+    Responses tool definitions."""
+    prompt: SessionOptions = {}
+    if isinstance(agent.instructions, str) and agent.instructions:
+        prompt["system"] = agent.instructions
+    tools = [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.params_json_schema,
+        }
+        for tool in agent.tools
+        if isinstance(tool, FunctionTool)
+    ]
+    if tools:
+        prompt["tools"] = tools
+    return prompt
 
 
 async def _all_items(client: AsyncCompactorClient, session_id: str) -> list[dict[str, Any]]:

@@ -1,24 +1,28 @@
 """pydantic-ai history processor: compact the agent's messages through the service.
 
     from pydantic_ai import Agent
-    from pydantic_ai.capabilities import ProcessHistory
     from context_compactor.integrations.pydantic_ai import CompactingHistoryProcessor
 
     compact = CompactingHistoryProcessor("http://127.0.0.1:8000", model="claude-sonnet-4-5")
-    agent = Agent("anthropic:claude-sonnet-4-5", capabilities=[ProcessHistory(compact)])
+    agent = Agent("anthropic:claude-sonnet-4-5", capabilities=[compact.capability()])
     # pydantic-ai 1.x: Agent(..., history_processors=[compact])
 
 Before each model request the history is sent to `POST /compact` (as Anthropic Messages:
 requests are user messages, responses assistant messages, tool calls `tool_use` blocks
-answered by `tool_result` blocks). When the service compacts, the model gets one request
-holding the system prompt parts and the summary, then the kept messages — the original
-objects, so every tool call keeps its return. Install with the `[pydantic-ai]` extra.
+answered by `tool_result` blocks), with the agent's system prompt and instructions. The
+capability (pydantic-ai 2) also sends the request's tool definitions, so everything the
+model is shown counts toward the threshold; as a plain history processor
+(`ProcessHistory(compact)`, `history_processors=[compact]`) the tools are not visible to
+it. When the service compacts, the model gets one request holding the system prompt parts
+and the summary, then the kept messages — the original objects, so every tool call keeps
+its return. Install with the `[pydantic-ai]` extra.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Unpack
 
 from pydantic_ai.messages import (
@@ -67,13 +71,27 @@ class CompactingHistoryProcessor:
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """The history to send now: compacted when the service says it must be."""
+        return await self.compact(messages, instructions=_latest_instructions(messages))
+
+    async def compact(
+        self,
+        messages: list[ModelMessage],
+        *,
+        instructions: Sequence[str] = (),
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> list[ModelMessage]:
+        """`messages`, compacted when the service says so; the `instructions` and `tools`
+        the model is also shown count toward the threshold."""
         wire = to_wire(messages)
         if not wire.messages:
             return messages
         options: CompactOptions = {"format": "anthropic"}
+        system = [*wire.system, *(text for text in instructions if text)]
+        if system:
+            options["system"] = "\n\n".join(system)
+        if tools:
+            options["tools"] = list(tools)
         options.update(self.options)
-        if wire.system:
-            options["system"] = "\n\n".join(wire.system)
         if self._client is not None:
             result = await self._client.compact(wire.messages, **options)
         else:
@@ -85,6 +103,63 @@ class CompactingHistoryProcessor:
         if not result.compacted or result.cut_index is None:
             return messages
         return compacted_history(messages, wire, result)
+
+    def capability(self) -> Any:
+        """This processor as a pydantic-ai 2 capability (use it instead of
+        `ProcessHistory(processor)`): it also counts the request's instructions and tools."""
+        return _compaction_capability(self)
+
+
+def _latest_instructions(messages: Sequence[ModelMessage]) -> list[str]:
+    """The instructions of the latest request that carries them (pydantic-ai 2 keeps the
+    agent's instructions on its requests, not among the parts)."""
+    for message in reversed(messages):
+        text = getattr(message, "instructions", None) if isinstance(message, ModelRequest) else None
+        if isinstance(text, str) and text:
+            return [text]
+    return []
+
+
+def _compaction_capability(processor: CompactingHistoryProcessor) -> Any:
+    # Imported here: pydantic-ai 1.x, where history processors are plain callables, has no
+    # capabilities module.
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
+
+    @dataclass
+    class CompactHistory(AbstractCapability[Any]):
+        """Compacts the history before each model request, counting instructions and tools."""
+
+        async def before_model_request(
+            self, ctx: RunContext[Any], request_context: ModelRequestContext
+        ) -> ModelRequestContext:
+            parameters = request_context.model_request_parameters
+            parts = getattr(parameters, "instruction_parts", None) or []
+            instructions = [str(part.content) for part in parts]
+            if not instructions:
+                instructions = _latest_instructions(request_context.messages)
+            tools = [
+                {
+                    "name": tool.name,
+                    "description": tool.description or "",
+                    "input_schema": tool.parameters_json_schema,
+                }
+                for tool in parameters.function_tools
+            ]
+            messages = await processor.compact(
+                list(request_context.messages), instructions=instructions, tools=tools
+            )
+            # As ProcessHistory does: this request, and the run's history from now on.
+            request_context.messages = messages.copy()
+            ctx.messages[:] = messages
+            return request_context
+
+        @classmethod
+        def get_serialization_name(cls) -> str | None:
+            return None  # holds a live client configuration, not a spec
+
+    return CompactHistory()
 
 
 class WireHistory:

@@ -1,0 +1,42 @@
+"""The stateless use cases (`POST /estimate`, `POST /compact`): a history counted or
+compacted as sent, a compaction item this service wrote standing for what it folded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine.ports import CallerGone
+from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.estimation import CountedHistory, EstimationService
+from app.services.history import CompactOptions, HistoryInput
+
+
+class HistoryExpander(Protocol):
+    """Rebuilds what a compaction item of this service stands for (Responses)."""
+
+    def expand_history(self, history: HistoryInput, tenant: str) -> HistoryInput: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StatelessHistory:
+    """Estimate and compact a history the caller sends whole."""
+
+    estimation: EstimationService
+    compaction: CompactionService
+    expander: HistoryExpander
+
+    def estimate(self, history: HistoryInput, tenant: str) -> CountedHistory:
+        """The history's count and decision (a compaction item counts as its history)."""
+        return self.estimation.count(self.expander.expand_history(history, tenant))
+
+    async def compact(
+        self,
+        history: HistoryInput,
+        options: CompactOptions,
+        tenant: str,
+        caller_gone: CallerGone,
+    ) -> CompactionOutcome:
+        """The history compacted (a compaction item's summary is the previous summary)."""
+        expanded = self.expander.expand_history(history, tenant)
+        return await self.compaction.compact(expanded, options, caller_gone)

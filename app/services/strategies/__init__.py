@@ -1,0 +1,1 @@
+"""Compaction strategies: one module each, behind the `CompactionStrategy` port."""
