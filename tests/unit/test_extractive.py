@@ -114,9 +114,13 @@ def test_goal_is_the_task_and_its_rule_lines_are_under_constraints() -> None:
     )
     summary = summarize([user(request), assistant("On it."), user("ok")])
     goal = section(summary, "## Goal")
-    assert goal == "- Port the parser to Rust.\n  While doing it, log every step."
+    assert goal == "- Port the parser to Rust."
     constraints = section(summary, "## Constraints & Preferences").splitlines()
-    assert constraints == ["- Keep `parse()` as the entry point."]
+    # A conditional instruction is a rule, not part of the task.
+    assert constraints == [
+        "- While doing it, log every step.",
+        "- Keep `parse()` as the entry point.",
+    ]
     assert "ok" not in goal.split("\n")
 
 
