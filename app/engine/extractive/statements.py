@@ -317,6 +317,31 @@ def _is_obligation(text: str) -> bool:
     return True
 
 
+# A pasted report the agent is to act on (an issue, a PR description, a bug report): its
+# sentences describe the problem ("There is an issue when … only one item", "No runtime
+# errors thrown."); they are the task's content, kept in the Goal, not rules for the agent.
+_QUOTED_DOCUMENT = re.compile(
+    r"^\s*<(pr_description|issue(?:_description)?|problem_statement|bug_report|github_issue)>"
+    r"(.*?)</\1>",
+    re.IGNORECASE | re.DOTALL | re.MULTILINE,
+)
+
+
+def addressed_statements(text: str) -> list[Statement]:
+    """`statements(text)`, with the rules and preferences of a pasted report (inside
+    `<pr_description>`, `<issue>` …) read as facts about the task."""
+    found = statements(text)
+    quoted = {s.text for block in _QUOTED_DOCUMENT.finditer(text) for s in statements(block[2])}
+    if not quoted:
+        return found
+    return [
+        Statement(s.text, Act.FACT)
+        if s.text in quoted and s.act in (Act.RULE, Act.PREFERENCE)
+        else s
+        for s in found
+    ]
+
+
 def statements(text: str) -> list[Statement]:
     """The statements of user `text`, in order: sentences, with a rule that has no value
     of its own joined to the sentence before it that does (and the other way round)."""

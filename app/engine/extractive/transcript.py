@@ -20,7 +20,13 @@ from app.engine.extractive.errors import error_lines, failed_exit, failure_line
 from app.engine.extractive.foreign import read_foreign_summary
 from app.engine.extractive.plans import decisions, plan_steps
 from app.engine.extractive.sections import SummarySections
-from app.engine.extractive.statements import Act, Statement, bounds_the_work, statements
+from app.engine.extractive.statements import (
+    Act,
+    Statement,
+    addressed_statements,
+    bounds_the_work,
+    statements,
+)
 from app.engine.extractive.text import cap, clean_user_text, one_line, sentence_lines
 from app.engine.extractive.text_agents import (
     TextAction,
@@ -135,7 +141,7 @@ class _Reader:
         words = without_demonstrations(text).strip()
         if not words:
             return
-        found = statements(words)
+        found = addressed_statements(words)
         self.user_messages += 1
         if self.opening is None:
             if all(s.act is Act.CHATTER for s in found):

@@ -12,6 +12,7 @@ touch b.py" are two rules.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from app.engine.extractive.statements import content_words, values_in
@@ -71,6 +72,7 @@ def _subject_words(text: str) -> set[str]:
     return words
 
 
+@functools.lru_cache(maxsize=4096)
 def _shape(value: str) -> str:
     """A value's kind: amount, number with unit, version, code, host, path, name …"""
     if value.startswith("$"):
@@ -95,6 +97,11 @@ def _shape(value: str) -> str:
 def supersedes(new: str, old: str) -> float:
     """How surely statement `new` changes the value that earlier statement `old` states:
     0 when it does not, higher for a closer match."""
+    # Every way to supersede needs a change word; checked first, it spares the value
+    # reading of every (new, old) pair of a long session.
+    cue = _UPDATE_CUE.search(new) is not None
+    if not cue:
+        return 0.0
     old_main = main_text(old)
     new_values = set(values_in(new))
     old_values = set(values_in(old_main))
@@ -104,7 +111,6 @@ def supersedes(new: str, old: str) -> float:
     gone = old_values - new_values
     if not fresh:
         return 0.0
-    cue = _UPDATE_CUE.search(new) is not None
     new_words = _subject_words(new)
     old_words = _subject_words(old_main)
     shared = new_words & old_words
