@@ -9,9 +9,12 @@ one must not be presented as current.
 
 Three template sets. DEV and DEV_B were used while building the summarizer (DEV_B was
 first written as a held-out set, but its update wordings were seen during development, so
-it counts as development material). HELD_OUT was written afterwards, before the last round
-of changes, and is only run for the report: its phrasings, subjects, update wordings,
-message wraps, filler, tool-output noise and seeds differ from both dev sets.
+it counts as development material). HELD_OUT was written afterwards and first run for the
+report; its failures were then read and fixed (lead-ins such as "Before I forget -", "we
+need a …", "I find … easiest", "ignore what I said about …" updates), so it is development
+material too. HELD_OUT_2 was written after those fixes and run once, for the report: its
+phrasings, subjects, update wordings, message wraps, filler, tool-output noise and seeds
+differ from all three.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
@@ -650,14 +653,165 @@ HELD_OUT_UPDATES = (
     "Ignore what I said earlier about {subject}; it's {new}.",
     "Following up on {subject}: please use {new}.",
 )
+# Written last, after the fixes that HELD_OUT's failures led to (so HELD_OUT is
+# development material now), and run once for the report.
+HELD_OUT_2: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "imperative",
+            "Do not drop any table in the `{env}` database.",
+            "{env}",
+            "drop",
+            subject="the database nobody may drop tables in",
+            slot="env",
+        ),
+        _t(
+            "declarative",
+            "Running migrations against {host} is off limits.",
+            "{host}",
+            "migrations",
+            subject="the host where migrations are off limits",
+            slot="host",
+        ),
+        _t(
+            "third person",
+            "Security says the signing key {code} must never leave the vault.",
+            "{code}",
+            "vault",
+        ),
+        _t("prohibition", "Under no circumstances email {domain} customers.", "{domain}", "email"),
+        _t(
+            "split value",
+            "The admin panel is at `{path}`. Nobody outside ops touches it.",
+            "{path}",
+            "nobody outside ops",
+        ),
+        _t("imperative", "Refrain from force-pushing to `{env}`.", "{env}", "force-pushing"),
+    ),
+    "constraint": (
+        _t(
+            "limit",
+            "Responses are capped at {n} lines.",
+            "{n} lines",
+            "capped",
+            subject="the line cap for responses",
+            slot="n",
+        ),
+        _t(
+            "requirement",
+            "Everything you write has to work on Python {ver}.",
+            "python {ver}",
+            "has to work",
+        ),
+        _t(
+            "limit",
+            "Spend no more than {money} on cloud resources this month.",
+            "{money}",
+            "cloud",
+            subject="the cloud spend limit",
+            slot="money",
+        ),
+        _t("fragment", "Only stdlib plus `{lib}` as dependencies.", "{lib}", "stdlib"),
+        _t(
+            "declarative",
+            "The service must listen on port {port}.",
+            "{port}",
+            "listen",
+            subject="the listening port",
+            slot="port",
+        ),
+        _t("time", "Timestamps are always in {zone}.", "{zone}", "timestamps"),
+    ),
+    "fact": (
+        _t(
+            "declarative",
+            "Our staging cluster is reachable at {host}.",
+            "{host}",
+            "staging",
+            subject="the staging cluster address",
+            slot="host",
+        ),
+        _t(
+            "aside",
+            "For context, the on-call engineer this week is {name}.",
+            "{name}",
+            "on-call",
+            subject="this week's on-call engineer",
+            slot="name",
+        ),
+        _t("declarative", "The nightly job writes its output to `{path}`.", "{path}", "nightly"),
+        _t(
+            "declarative",
+            "Customer ids look like {code}.",
+            "{code}",
+            "customer ids",
+        ),
+        _t(
+            "declarative",
+            "The metrics endpoint answers on port {port}.",
+            "{port}",
+            "metrics",
+            subject="the metrics port",
+            slot="port",
+        ),
+    ),
+    "goal": (
+        _t(
+            "request",
+            "I'd like you to add pagination to the `{ident}` listing.",
+            "{ident}",
+            "pagination",
+        ),
+        _t("imperative", "Port `{module}` from callbacks to async/await.", "{module}", "async"),
+        _t("question", "Can you find out why `{ident}` leaks memory?", "{ident}", "leaks memory"),
+        _t("framed", "The objective now: make `{module}` thread-safe.", "{module}", "thread-safe"),
+        _t("need", "What I need is a CSV export for `{ident}`.", "{ident}", "csv export"),
+    ),
+    "preference": (
+        _t(
+            "first person",
+            "I'm more comfortable reviewing small commits, ideally under {n} files each.",
+            "{n} files",
+            "small commits",
+            subject="the commit size",
+            slot="n",
+        ),
+        _t("third person", "The team leans towards `{lib}` for HTTP mocking.", "{lib}", "mocking"),
+        _t(
+            "hedged",
+            "It would be nice if log messages started with `{prefix}`.",
+            "{prefix}",
+            "log messages",
+        ),
+        _t(
+            "third person",
+            "{name} likes type hints on every public function.",
+            "{name}",
+            "type hints",
+        ),
+        _t(
+            "imperative",
+            "Favour dataclasses over dicts in `{module}`.",
+            "{module}",
+            "dataclasses",
+        ),
+    ),
+}
+HELD_OUT_2_UPDATES = (
+    "Heads up, {subject} changed: it is {new} now.",
+    "Update on {subject}: {new}, not {old}.",
+    "My mistake earlier - {subject} should be {new}.",
+)
 DEV_SEEDS = tuple(range(8))
 DEV_B_SEEDS = tuple(range(100, 112))
 HELD_OUT_SEEDS = tuple(range(300, 312))
+HELD_OUT_2_SEEDS = tuple(range(500, 512))
 # name → (templates, update wordings, seeds, offset of the random streams)
 SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
     "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
     "dev-b": (DEV_B, DEV_B_UPDATES, DEV_B_SEEDS, 1),
     "held-out": (HELD_OUT, HELD_OUT_UPDATES, HELD_OUT_SEEDS, 2),
+    "held-out-2": (HELD_OUT_2, HELD_OUT_2_UPDATES, HELD_OUT_2_SEEDS, 3),
 }
 
 
@@ -761,6 +915,34 @@ _HELD_OUT_NOISE_LINES = (
 )
 
 
+_HELD_OUT_2_FILLER = ("mm", "right", "alright, next", "works for me", "👍", "carry on please")
+_HELD_OUT_2_WRAPS = (
+    "{c}",
+    "Oh, and {c}",
+    "FWIW: {c}",
+    "{c} (sorry, should have said so at the start)",
+    "Output on my side:\n```\n{log}\n```\nSeparately, {c}",
+    "Two things. First, the tests look fine. Second, {c}",
+)
+_HELD_OUT_2_CHATTER = (
+    "Opening the file.",
+    "Sure thing, doing that now.",
+    "Let me grep for usages.",
+    "On it.",
+    "Tests are green; continuing.",
+    "I'll take a look at the config.",
+)
+_HELD_OUT_2_NOISE_LINES = (
+    "DO NOT EDIT: this file is generated from {noise}.",
+    "Deprecated: never call {noise}() directly, use the factory.",
+    "Config must define {noise} before import.",
+    "Users should prefer {noise} to the old client.",
+    "TODO: only run {noise} on CI",
+    "fatal: you must specify {noise} when detached",
+    "The task of {noise} is to rotate the keys.",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Surroundings:
     """What a session says around its canaries: filler, wraps, chatter, tool-output noise."""
@@ -774,6 +956,9 @@ class Surroundings:
 DEV_SURROUNDINGS = Surroundings(_USER_FILLER, _WRAPS, _ASSISTANT_CHATTER, _NOISE_LINES)
 HELD_OUT_SURROUNDINGS = Surroundings(
     _HELD_OUT_FILLER, _HELD_OUT_WRAPS, _HELD_OUT_CHATTER, _HELD_OUT_NOISE_LINES
+)
+HELD_OUT_2_SURROUNDINGS = Surroundings(
+    _HELD_OUT_2_FILLER, _HELD_OUT_2_WRAPS, _HELD_OUT_2_CHATTER, _HELD_OUT_2_NOISE_LINES
 )
 
 
@@ -927,7 +1112,9 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
     offset = SETS[canary_set][3]
     rng = random.Random(seed * 104729 + 17 * offset + len(shape))
     canaries = make_canaries(seed, canary_set)
-    surround = HELD_OUT_SURROUNDINGS if canary_set == "held-out" else DEV_SURROUNDINGS
+    surround = {"held-out": HELD_OUT_SURROUNDINGS, "held-out-2": HELD_OUT_2_SURROUNDINGS}.get(
+        canary_set, DEV_SURROUNDINGS
+    )
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]
     rng.shuffle(others)

@@ -73,8 +73,15 @@ class _UserSaid:
                     self.replaced[main_text(item)] = newer
 
     def add(self, kind: ItemKind, text: str, message: int) -> None:
+        if self._already_replaced(text):
+            # Read again (the tail it was kept in is folded now) after an update replaced
+            # it: it is not current, and the item that replaced it already quotes it.
+            return
         best: tuple[float, list[str], int] | None = None
-        for pool in (self.rules, self.facts):
+        # Only a rule or a fact changes a value; a request adds work ("New request: rename
+        # …" replaces nothing).
+        pools = (self.rules, self.facts) if kind in (ItemKind.RULE, ItemKind.FACT) else ()
+        for pool in pools:
             for index, earlier in enumerate(pool):
                 if self.said_in.get(earlier, -1) >= message:
                     continue
@@ -93,6 +100,16 @@ class _UserSaid:
         if all(identity_key(main_text(t)) != key for t in target):
             target.append(text)
             self.said_in[text] = message
+
+
+    def _already_replaced(self, text: str) -> bool:
+        key = identity_key(text)
+        if any(identity_key(old) == key for old in self.replaced):
+            return True
+        return any(
+            old is not None and identity_key(old) == key
+            for old in map(replaced_text, [*self.rules, *self.facts])
+        )
 
 
 @dataclass(frozen=True, slots=True)

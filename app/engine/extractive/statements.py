@@ -39,7 +39,9 @@ class Statement:
 
 
 _LEAD = r"^(?:(?:ok(?:ay)?|so|also|and|but|then|finally|note|important|reminder|fyi|btw|"
-_LEAD += r"one more thing|quick note|heads up|oh|and also|plus|anyway|p\.?s\.?)\s*[,:;.!-]*\s+)*"
+_LEAD += r"one more thing|quick note|heads up|oh|and also|plus|anyway|p\.?s\.?|before\s+i\s+forget|"
+_LEAD += r"by\s+the\s+way|side\s+note|for\s+the\s+record|just\s+so\s+you\s+know|for\s+context|"
+_LEAD += r"one\s+thing|real\s+quick|quick\s+one)\s*[,:;.!—–-]*\s+)*"
 _PLEASE = r"(?:please\s+|kindly\s+|always\s+|just\s+)*"
 _LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
 
@@ -151,12 +153,14 @@ _UNIVERSAL = re.compile(_LEAD + r"(?:all|every|each|any|no)\s+\w", re.IGNORECASE
 _PREFERENCE = re.compile(
     r"\b(?:prefer(?:s|red|ably|ence|ences)?|rather|favou?r(?:s|ed)?|likes|loves?|hates?|"
     r"dislikes?|wants?|wish(?:es)?|ideally|would\s+like|i['’]d\s+like|i\s+like|fond\s+of|"
-    r"happier\s+with|style|convention)\b",
+    r"happier\s+with|style|convention|appreciate\w*|(?:if|where|when(?:ever)?)\s+possible|"
+    r"(?:i|we|they|he|she|the\s+\w+)\s+finds?\b.{1,80}\b(?:easiest|easier|best|better|clearer|"
+    r"nicer|cleaner|simpler|more\s+readable))\b",
     re.IGNORECASE,
 )
 # Imperatives about how to work (manner), as opposed to what work to do.
 _MANNER_VERB = re.compile(
-    _LEAD + _PLEASE + r"(?:keep|use|report|respond|reply|answer|write\s+(?:in|with|all|every|"
+    _LEAD + _PLEASE + r"(?:keep|use|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|write\s+(?:in|with|all|every|"
     r"each|only|comments|commit|tests?\s+(?:in|with|for\s+every))|stick|follow|name|label|"
     r"format|limit|include|exclude|prefer|favou?r|avoid|ensure|make\s+sure|remember|treat|"
     r"ask|wait|double-check|put|store|return|mention|cite|stay|speak|output|round|sort|"
@@ -175,7 +179,7 @@ _REQUEST_FRAME = re.compile(
     r"['’]d\s+like)\s+(?:you\s+)?to|let['’]?s|your\s+(?:task|job|goal|mission|assignment)|"
     r"the\s+(?:goal|task|objective|aim|plan)\b|(?:next|new|first|main|current|today['’]s)\s+"
     r"(?:task|step|goal|job)|task\s*:|goal\s*:|todo\s*:|go\s+ahead\s+and|time\s+to|"
-    r"we\s+(?:need|have|want)\s+to|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
+    r"we\s+(?:need|have|want)\s+to|we\s+(?:need|want)\s+(?:a|an|some)\s|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
     re.IGNORECASE,
 )
 _WORK_VERB = re.compile(
@@ -209,7 +213,11 @@ _VALUE = re.compile(
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"
     r"\b[A-Za-z]+[_]\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b|\b[A-Za-z]+\d+[\w-]*\b|"
     r"\b\d[\d:.,/-]*\d\b|\b\d\b|"
-    r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*"
+    r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"
+    # A name opening a sentence ("Ada Quint owns the release"): two capitalised words
+    # before a lowercase one, not a capitalised article or pronoun.
+    r"^(?!(?:The|A|An|This|That|These|Those|Our|My|Your|Their|We|I|It|All|Every|Each|No|"
+    r"Please|If|When|Then|Also|And|But|So|Now)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+(?=\s+[a-z])"
 )
 _ANAPHOR_OR_ELLIPSIS = re.compile(
     r"^(?:it|this|that|there|these|those|they|them|such|so|never|always|only|no|not|don['’]t|"
@@ -391,7 +399,8 @@ _STOPWORDS_TEXT = (
     "that these those as into than then so not no do does did have has had will would "
     "should could can may might must you your we our us i my me they them there here now "
     "just also any all each every some such very more most less least only about one "
-    "thing things quick note fyi btw heads anyway reference please"
+    "thing things quick note fyi btw heads anyway reference please what which who whom "
+    "whose where when how it's that's what's there's here's"
 )
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 

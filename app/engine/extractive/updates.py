@@ -24,7 +24,9 @@ _UPDATE_CUE = re.compile(
     r"correction|correct(?:ed)?|actually|update[ds]?|revised?|scratch\s+that|never\s+mind|"
     r"from\s+now\s+on|going\s+forward|as\s+of|new|rather|replace[ds]?|should\s+be|"
     r"is\s+(?:going|set)\s+to\s+be|not\s+\S+\s+but|raised?|lowered?|increased?|reduced?|"
-    r"bumped?|extended?|shortened?|override|overrid(?:e|den))\b",
+    r"bumped?|extended?|shortened?|override|overrid(?:e|den)|disregard|"
+    r"(?:ignore|forget)\s+what\s+i\s+(?:said|wrote|told\s+you)|following\s+up\s+on|"
+    r"i\s+misspoke|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on)\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -33,7 +35,8 @@ _UPDATE_WORDS_TEXT = (
     "correction correct corrected actually update updated updates revised revise scratch "
     "mind forward new rather replace replaced replaces should going set raise raised "
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
-    "shortened override heads today yesterday use using plan please note"
+    "shortened override heads today yesterday use using plan please note disregard ignore "
+    "forget said wrote told following misspoke wrong earlier small here"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -117,7 +120,7 @@ def supersedes(new: str, old: str) -> float:
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     if old_values & new_values and cue:
         # It names the old value and gives a new one: "use 8081 instead of 8080".
-        return 2.0 + coverage
+        return 100.0 + coverage
     # Otherwise it must drop an old value for a new one of the same shape ...
     if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
         return 0.0
@@ -126,5 +129,7 @@ def supersedes(new: str, old: str) -> float:
     # other words the second time ("the allowed email domain" for "email anyone outside
     # x.example"): one shared subject word is enough, and the closest match wins.
     if cue and shared:
-        return 1.0 + coverage
+        # More shared subject words beat a short earlier item that shares one ("the host
+        # that needs two replicas" is the replicas rule, not "the Redis host").
+        return 1.0 + len(shared) + coverage / 2
     return 0.0
