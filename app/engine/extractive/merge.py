@@ -101,7 +101,6 @@ class _UserSaid:
             target.append(text)
             self.said_in[text] = message
 
-
     def _already_replaced(self, text: str) -> bool:
         key = identity_key(text)
         if any(identity_key(old) == key for old in self.replaced):
