@@ -160,10 +160,8 @@ _PREFERENCE = re.compile(
 )
 # Imperatives about how to work (manner), as opposed to what work to do.
 _MANNER_VERB = re.compile(
-    _LEAD
-    + _PLEASE
-    + r"(?:keep|use|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|write\s+(?:in|with|all|every|"
-    r"each|only|comments|commit|tests?\s+(?:in|with|for\s+every))|stick|follow|name|label|"
+    _LEAD + _PLEASE + r"(?:keep|use|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|"
+    r"write\s+(?:in|with|all|every|each|only|comments|commit|tests?\s+(?:in|with|for\s+every))|stick|follow|name|label|"
     r"format|limit|include|exclude|prefer|favou?r|avoid|ensure|make\s+sure|remember|treat|"
     r"ask|wait|double-check|put|store|return|mention|cite|stay|speak|output|round|sort|"
     r"indent|quote|log|print|comment|document\s+every|run\s+\S+\s+before|check\s+with|"
