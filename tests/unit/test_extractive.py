@@ -475,3 +475,52 @@ def test_goal_keeps_the_task_and_the_latest_requests_when_its_budget_is_full() -
     # Over its token budget: requests in the middle went, the task and the newest stayed.
     assert len(kept) < 20
     assert 18 in kept
+
+
+def test_a_pasted_bug_report_is_the_task_not_a_list_of_rules() -> None:
+    request = (
+        "<pr_description>\nThere is an issue when creating an invalidation with only one item.\n"
+        "No runtime errors thrown.\n</pr_description>\n"
+        "Make the minimal changes to non-test files to fix the <pr_description>."
+    )
+    summary = summarize([user(request), assistant("On it.")])
+    constraints = section(summary, "## Constraints & Preferences").splitlines()
+    assert constraints == [
+        "- Make the minimal changes to non-test files to fix the <pr_description>."
+    ]
+    assert "only one item" in section(summary, "## Goal")
+
+
+def test_lead_ins_do_not_hide_what_a_sentence_does() -> None:
+    messages = [
+        user("Port the billing module to Rust."),
+        assistant("On it."),
+        user("Before I forget - all API calls go through the proxy at lumen-4.internal."),
+        assistant("Noted."),
+        user("By the way, we need a health check endpoint in `kestrel_4`."),
+        assistant("Noted."),
+        user("Personally I find one-line docstrings easiest to read."),
+        assistant("Noted."),
+    ]
+    summary = summarize(messages)
+    constraints = section(summary, "## Constraints & Preferences")
+    assert "proxy at lumen-4.internal" in constraints
+    assert "one-line docstrings easiest" in constraints
+    assert "health check endpoint in `kestrel_4`" in section(summary, "## Goal")
+
+
+def test_an_update_in_other_words_replaces_the_value_and_a_reread_stays_replaced() -> None:
+    first = [
+        user("Fix the export."),
+        assistant("On it."),
+        user("Ada Quint owns the release process."),
+        assistant("Noted."),
+    ]
+    update = [user("Ignore what I said earlier about the release owner; it's Chidi Okafor.")]
+    summary = summarize([*first, assistant("ok"), *update])
+    context = section(summary, "## Critical Context")
+    assert "Chidi Okafor. (replaces earlier: Ada Quint owns the release process.)" in context
+    # The next round reads the earlier statement again (it was in the kept tail).
+    again = summarize([first[2], assistant("ok")], previous=summary)
+    lines = [line for line in again.splitlines() if "Ada Quint" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
