@@ -23,7 +23,13 @@ from app.engine.extractive.sections import DoneAction, SummarySections
 from app.engine.extractive.statements import rule_strength
 from app.engine.extractive.text import cap, code_span, identity_key, one_line
 from app.engine.extractive.transcript import ItemKind, TranscriptFacts
-from app.engine.extractive.updates import main_text, replaced_text, supersedes, with_replaced
+from app.engine.extractive.updates import (
+    NAMES_OLD_VALUE,
+    main_text,
+    replaced_text,
+    supersedes,
+    with_replaced,
+)
 
 RESOLVE_STEP = "Resolve the latest error:"
 REQUEST_STEP = "Continue with the latest user request:"
@@ -78,15 +84,16 @@ class _UserSaid:
             # it: it is not current, and the item that replaced it already quotes it.
             return
         best: tuple[float, list[str], int] | None = None
-        # Only a rule or a fact changes a value; a request adds work ("New request: rename
-        # …" replaces nothing).
-        pools = (self.rules, self.facts) if kind in (ItemKind.RULE, ItemKind.FACT) else ()
-        for pool in pools:
+        # A rule or a fact changes a value; a request adds work ("New request: rename …"
+        # replaces nothing) unless it names the old value ("Update on the port: 3912, not
+        # 8135").
+        floor = 0.0 if kind in (ItemKind.RULE, ItemKind.FACT) else NAMES_OLD_VALUE
+        for pool in (self.rules, self.facts):
             for index, earlier in enumerate(pool):
                 if self.said_in.get(earlier, -1) >= message:
                     continue
                 score = supersedes(text, earlier)
-                if score and (best is None or score > best[0]):
+                if score and score >= floor and (best is None or score > best[0]):
                     best = (score, pool, index)
         if best is not None:
             _score, pool, index = best

@@ -41,9 +41,16 @@ class Statement:
 _LEAD = r"^(?:(?:ok(?:ay)?|so|also|and|but|then|finally|note|important|reminder|fyi|btw|"
 _LEAD += r"one more thing|quick note|heads up|oh|and also|plus|anyway|p\.?s\.?|before\s+i\s+forget|"
 _LEAD += r"by\s+the\s+way|side\s+note|for\s+the\s+record|just\s+so\s+you\s+know|for\s+context|"
-_LEAD += r"one\s+thing|real\s+quick|quick\s+one)\s*[,:;.!—–-]*\s+)*"
+_LEAD += r"one\s+thing|real\s+quick|quick\s+one|fwiw|separately|additionally|lastly|"
+_LEAD += r"(?:first|second|third)(?:ly)?)\s*[,:;.!—–-]*\s+)*"
 _PLEASE = r"(?:please\s+|kindly\s+|always\s+|just\s+)*"
 _LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
+
+
+def without_lead(text: str) -> str:
+    """`text` without its lead-ins ("Also:", "Before I forget -", "Separately, ")."""
+    return _LEAD_RE.sub("", text, count=1)
+
 
 # Prohibitions win over every other reading: "I need you to never push" is a rule.
 _PROHIBITION = re.compile(
@@ -153,7 +160,8 @@ _UNIVERSAL = re.compile(_LEAD + r"(?:all|every|each|any|no)\s+\w", re.IGNORECASE
 _PREFERENCE = re.compile(
     r"\b(?:prefer(?:s|red|ably|ence|ences)?|rather|favou?r(?:s|ed)?|likes|loves?|hates?|"
     r"dislikes?|wants?|wish(?:es)?|ideally|would\s+like|i['’]d\s+like|i\s+like|fond\s+of|"
-    r"happier\s+with|style|convention|appreciate\w*|(?:if|where|when(?:ever)?)\s+possible|"
+    r"happier\s+with|style|convention|appreciate\w*|would\s+be\s+(?:nice|great|good)|"
+    r"leans?\s+towards?|more\s+comfortable|(?:if|where|when(?:ever)?)\s+possible|"
     r"(?:i|we|they|he|she|the\s+\w+)\s+finds?\b.{1,80}\b(?:easiest|easier|best|better|clearer|"
     r"nicer|cleaner|simpler|more\s+readable))\b",
     re.IGNORECASE,
@@ -175,11 +183,12 @@ _CONDITION = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _REQUEST_FRAME = re.compile(
-    _LEAD + r"(?:(?:can|could|would|will)\s+you|please|kindly|i\s+(?:need|want|would\s+like|"
-    r"['’]d\s+like)\s+(?:you\s+)?to|let['’]?s|your\s+(?:task|job|goal|mission|assignment)|"
+    _LEAD + r"(?:(?:can|could|would|will)\s+you|please|kindly|i(?:\s+(?:need|want|would\s+like)|"
+    r"\s*['’]d\s+like)\s+(?:you\s+)?to|let['’]?s|your\s+(?:task|job|goal|mission|assignment)|"
     r"the\s+(?:goal|task|objective|aim|plan)\b|(?:next|new|first|main|current|today['’]s)\s+"
     r"(?:task|step|goal|job)|task\s*:|goal\s*:|todo\s*:|go\s+ahead\s+and|time\s+to|"
-    r"we\s+(?:need|have|want)\s+to|we\s+(?:need|want)\s+(?:a|an|some)\s|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
+    r"we\s+(?:need|have|want)\s+to|we\s+(?:need|want)\s+(?:a|an|some)\s|"
+    r"what\s+(?:i|we)\s+(?:need|want)\s+is|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
     re.IGNORECASE,
 )
 _WORK_VERB = re.compile(

@@ -15,9 +15,11 @@ from __future__ import annotations
 import functools
 import re
 
-from app.engine.extractive.statements import content_words, values_in
+from app.engine.extractive.statements import content_words, values_in, without_lead
 
 REPLACES = " (replaces earlier: "
+# The score of an update that names the value it replaces: above any other match.
+NAMES_OLD_VALUE = 100.0
 _REPLACES_SUFFIX = re.compile(r"^(.*?) \(replaces earlier: (.*)\)$", re.DOTALL)
 _UPDATE_CUE = re.compile(
     r"\b(?:now|instead|no\s+longer|any\s?more|changed?|changing|switch(?:ed)?|moved?|"
@@ -26,7 +28,7 @@ _UPDATE_CUE = re.compile(
     r"is\s+(?:going|set)\s+to\s+be|not\s+\S+\s+but|raised?|lowered?|increased?|reduced?|"
     r"bumped?|extended?|shortened?|override|overrid(?:e|den)|disregard|"
     r"(?:ignore|forget)\s+what\s+i\s+(?:said|wrote|told\s+you)|following\s+up\s+on|"
-    r"i\s+misspoke|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on)\b",
+    r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on)\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -36,7 +38,7 @@ _UPDATE_WORDS_TEXT = (
     "mind forward new rather replace replaced replaces should going set raise raised "
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note disregard ignore "
-    "forget said wrote told following misspoke wrong earlier small here"
+    "forget said wrote told following misspoke wrong earlier small here mistake"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -69,7 +71,8 @@ _LIMIT = re.compile(
 
 def _subject_words(text: str) -> set[str]:
     """What a statement is about: its content words, with "limit" for any way of saying one."""
-    words = set(content_words(text) - _UPDATE_WORDS)
+    # Lead-ins ("Separately, …", "Before I forget - …") say nothing about the subject.
+    words = set(content_words(without_lead(text)) - _UPDATE_WORDS)
     if _LIMIT.search(text):
         words = {w for w in words if not _LIMIT.fullmatch(w)} | {"limit"}
     return words
@@ -120,7 +123,7 @@ def supersedes(new: str, old: str) -> float:
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     if old_values & new_values and cue:
         # It names the old value and gives a new one: "use 8081 instead of 8080".
-        return 100.0 + coverage
+        return NAMES_OLD_VALUE + coverage
     # Otherwise it must drop an old value for a new one of the same shape ...
     if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
         return 0.0
