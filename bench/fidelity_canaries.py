@@ -12,9 +12,10 @@ first written as a held-out set, but its update wordings were seen during develo
 it counts as development material). HELD_OUT was written afterwards and first run for the
 report; its failures were then read and fixed (lead-ins such as "Before I forget -", "we
 need a …", "I find … easiest", "ignore what I said about …" updates), so it is development
-material too. HELD_OUT_2 was written after those fixes and run once, for the report: its
+material too. HELD_OUT_2 was written after those fixes and run once for the report (its
 phrasings, subjects, update wordings, message wraps, filler, tool-output noise and seeds
-differ from all three.
+differ from all three); its failures were read and fixed afterwards, so it is development
+material now as well, and the next change needs a new held-out set.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
