@@ -1,6 +1,7 @@
 """The fidelity scenario: facts of five kinds planted early in a history, then many rounds of
-unrelated work, each ending in a forced compaction. Shared by tests/unit/test_fidelity.py
-and bench/fidelity.py, so the benchmark measures exactly what the tests assert.
+unrelated work, each ending in a forced compaction. A small, fixed scenario for the tests
+(tests/unit/test_fidelity.py, the inspector and session tests); bench/fidelity.py measures
+on generated canaries and real transcripts instead.
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ PLANTED: dict[str, tuple[str, ...]] = {
         "New functions should have type hints.",
     ),
 }
-# Stated as rules, so the service pins them by itself; facts and goals need the caller.
-AUTO_PINNED = ("safety rule", "constraint", "preference")
-CALLER_PINS = (*PLANTED["fact"], *PLANTED["goal"])
+# The service keeps every kind by itself (SPEC §14); caller pins are for anything else.
+CALLER_PINS = ("Deploys go through `make release`.",)
 FILES_READ = ("src/invoicing/export.py", "src/invoicing/models.py")
 FILE_MODIFIED = "src/invoicing/export.py"
 PLANTED_ERROR = "ImportError: cannot import name 'CsvWriter' from 'invoicing.export'"

@@ -56,7 +56,7 @@ def test_session_settings_and_records_carry_the_new_fields(compactor_url: str) -
         session = compactor.create_session(
             model="gpt-4o",
             format="openai",
-            trigger_tokens=3_000,
+            trigger_tokens=2_000,
             keep_recent_tokens=1_000,
             strategy="auto",
             clear={"keep": 1},
@@ -69,7 +69,7 @@ def test_session_settings_and_records_carry_the_new_fields(compactor_url: str) -
         assert prepared.compacted and prepared.compaction is not None
         assert prepared.compaction.strategy == "auto"
         # The kept tail (1,000 tokens back, widened to whole tool pairs) is still over the
-        # 3,000-token threshold: the service says so instead of compacting in a loop.
+        # 2,000-token threshold: the service says so instead of compacting in a loop.
         assert prepared.compaction_ineffective is True
         assert prepared.warning is not None and "keep_recent_tokens" in prepared.warning
         compactor.append_messages(session.id, tool_turns(3))

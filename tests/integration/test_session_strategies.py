@@ -179,9 +179,11 @@ def test_pinned_facts_are_restored_and_recorded(database_url: str) -> None:
         assert ("constraint", "Never touch `gen/`.") in kinds
         assert ("file_read", "p.py") in kinds
         assert PIN in record["summary"] and "Never touch `gen/`." in record["summary"]
-        # The cut fell inside the last turn: its request is quoted.
+        # The cut fell inside the last turn: its request is named, and the summary holds it
+        # (restored into the Goal, so it is not quoted a second time).
         assert record["current_request"] == "Then run the tests."
-        assert "> Then run the tests." in record["summary"]
+        assert ("goal", "Then run the tests.") in kinds
+        assert "- Then run the tests." in record["summary"]
         listed = client.get(f"/sessions/{sid}/compactions").json()["compactions"]
         assert listed[0]["restored_facts"] == record["restored_facts"]
 

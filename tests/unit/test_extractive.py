@@ -107,20 +107,31 @@ def test_all_sections_are_present_in_order() -> None:
     assert section(summary, "## Next Steps").startswith("1. ")
 
 
-def test_goal_is_the_first_user_request_verbatim() -> None:
-    request = "Port the parser to Rust.\nKeep `parse()` as the entry point."
+def test_goal_is_the_task_and_its_rule_lines_are_under_constraints() -> None:
+    request = (
+        "Port the parser to Rust.\nWhile doing it, log every step.\n"
+        "Keep `parse()` as the entry point."
+    )
     summary = summarize([user(request), assistant("On it."), user("ok")])
     goal = section(summary, "## Goal")
-    assert goal.startswith("- Port the parser to Rust.\n  Keep `parse()` as the entry point.")
+    assert goal == "- Port the parser to Rust."
+    constraints = section(summary, "## Constraints & Preferences").splitlines()
+    # A conditional instruction is a rule, not part of the task.
+    assert constraints == [
+        "- While doing it, log every step.",
+        "- Keep `parse()` as the entry point.",
+    ]
     assert "ok" not in goal.split("\n")
 
 
 def test_long_first_request_is_capped_with_a_note() -> None:
-    summary = summarize([user("x" * 5000)])
+    request = "Migrate the billing module. " + " ".join(f"detail{n}" for n in range(700))
+    summary = summarize([user(request)])
     goal = section(summary, "## Goal")
-    assert "x" * 1500 in goal
-    assert "x" * 1501 not in goal
-    assert "[3500 more characters not shown]" in goal
+    assert goal.startswith("- Migrate the billing module. detail0 detail1")
+    assert "detail699" not in goal
+    assert re.search(r"… \[\d+ more characters not shown\]$", goal)
+    assert len(goal) < 1_600
 
 
 def test_constraint_sentences_are_kept_verbatim_and_plain_sentences_are_not() -> None:
@@ -183,15 +194,20 @@ def test_repeated_actions_collapse_and_the_done_list_is_capped() -> None:
         messages.append(assistant("", call(f"t{index}", "Bash", command="pytest -q")))
     done = section(summarize(messages), "### Done").splitlines()
     assert done[-1] == "- [x] ran `pytest -q` (×3)"
-    assert done[0] == "- [x] (11 earlier actions merged)"
-    assert len(done) == 31
+    # The Done list has a token budget: the oldest actions fold into a count.
+    merged = re.fullmatch(r"- \[x\] \((\d+) earlier actions merged\)", done[0])
+    assert merged is not None
+    assert int(merged.group(1)) + len(done) - 1 + 2 == 43
+    assert "- [x] ran `make step39`" in done
 
 
-def test_latest_error_is_kept_verbatim_and_blocks_progress() -> None:
+def test_first_error_is_kept_verbatim_and_blocks_progress() -> None:
     summary = summarize(session())
-    assert "- Error: `AssertionError: assert 5 == 6`" in section(summary, "## Critical Context")
+    context = section(summary, "## Critical Context")
+    assert "- First error: `AssertionError: assert 5 == 6`" in context
     assert "AssertionError: assert 5 == 6" in section(summary, "### Blocked")
-    assert "I'll check the fixture next." in section(summary, "## Next Steps")
+    # The stated plan is a step, said as one ("I'll check the fixture next.").
+    assert "2. Check the fixture next." in section(summary, "## Next Steps")
 
 
 def test_anthropic_style_error_result_in_a_user_message_is_kept() -> None:
@@ -207,7 +223,9 @@ def test_anthropic_style_error_result_in_a_user_message_is_kept() -> None:
         Message(role=Role.USER, blocks=(failure,)),
     ]
     summary = summarize(messages)
-    assert "`<tool_use_error>File has not been read yet.</tool_use_error>`" in summary
+    # The error line itself, without the harness tags around it.
+    assert "- First error: `File has not been read yet.`" in summary
+    assert "tool_use_error" not in summary
     assert section(summary, "### Blocked") != "(none)"
 
 
@@ -239,21 +257,25 @@ def test_five_update_rounds_keep_constraint_files_and_only_the_newest_errors() -
         summary = summarize(new_messages, previous=summary)
     context = section(summary, "## Critical Context")
     assert f"- {CONSTRAINT}" in section(summary, "## Constraints & Preferences").splitlines()
-    for path in ["src/sum.py", *(f"src/read_{n}.py" for n in range(1, 6))]:
-        assert f"`{path}`" in context.split("- Files modified:")[0]
+    lines = context.splitlines()
+    read = next(line for line in lines if line.startswith("- Files read: "))
+    modified = next(line for line in lines if line.startswith("- Files modified: "))
+    for path in (f"src/read_{n}.py" for n in range(1, 6)):
+        assert f"`{path}`" in read
+    # A file read and then changed is listed once, as modified.
     for path in ["src/sum.py", *(f"src/mod_{n}.py" for n in range(1, 6))]:
-        assert f"`{path}`" in context.split("- Files modified:")[1]
-    errors = [line for line in context.splitlines() if line.startswith("- Error: ")]
-    assert errors == [
-        "- Error: `FAILED t3`",
-        "- Error: `E   KeyError: 'round4'`",
-        "- Error: `FAILED t4`",
-        "- Error: `E   KeyError: 'round5'`",
-        "- Error: `FAILED t5`",
-    ]
-    assert "AssertionError: assert 5 == 6" not in context
+        assert f"`{path}`" in modified
+    assert "`src/sum.py`" not in read
+    errors = [line for line in context.splitlines() if "rror: " in line[:16]]
+    # The first error that shaped the work stays first; then the newest, distinct ones.
+    assert errors[0] == "- First error: `AssertionError: assert 5 == 6`"
+    assert errors[-2:] == ["- Error: `E   KeyError: 'round5'`", "- Error: `FAILED t5`"]
+    assert len(errors) == len(set(errors))
     assert section(summary, "## Next Steps").count("Resolve the latest error") == 1
-    assert section(summary, "## Goal").startswith("- Fix the off-by-one in `sum_range`.")
+    goal = section(summary, "## Goal")
+    assert goal.startswith("- Fix the off-by-one in `sum_range`.")
+    # Later requests are added to the Goal, the newest last.
+    assert goal.endswith("- Round 5: try another approach.")
 
 
 def test_same_input_gives_byte_identical_output() -> None:
@@ -346,7 +368,7 @@ Fix the flaky upload test in `tests/test_upload.py`.
     context = section(summary, "## Critical Context").splitlines()
     assert "- Files modified: `upload/worker.py`" in context
     assert "- The test server listens on port 8080" in context
-    assert "- Error: `TimeoutError: upload took 30s`" in context
+    assert "- First error: `TimeoutError: upload took 30s`" in context
     assert "- Open Questions: Should retries be configurable?" in context
 
 
@@ -425,27 +447,80 @@ def test_real_claude_code_transcript_mentions_the_files_its_tools_touched() -> N
         for tool_call in raw.get("tool_calls") or []
     } - {None}
     assert paths == {"/home/marco/projects/spotter/assets/js/app.js"}
+    files_read = next(line for line in summary.splitlines() if line.startswith("- Files read: "))
     for path in paths:
-        assert f"- Files read: `{path}`" in summary
+        assert f"`{path}`" in files_read
     assert "- [x] ran `mix phx.server`" in summary
     assert section(summary, "## Goal").startswith("- start phoenix in background")
     # Claude Code's local-command caveat is harness text, not a user constraint.
     assert "DO NOT respond" not in summary
 
 
-def test_goal_keeps_the_opening_requests_and_the_latest_across_rounds() -> None:
+def test_goal_keeps_the_task_and_the_latest_requests_when_its_budget_is_full() -> None:
     from app.engine.extractive.summarizer import extractive_summary
 
     def request(n: int) -> Message:
-        text = f"Request {n}: please handle part {n} of the migration."
+        detail = " ".join(f"step{n}x{k}" for k in range(25))
+        text = f"Request {n}: please handle part {n} of the migration, {detail}."
         return Message(role=Role.USER, blocks=(Block(kind=BlockKind.TEXT, text=text),))
 
     summary = None
     for n in range(0, 20, 2):  # ten rounds of two requests each
         summary = extractive_summary((request(n), request(n + 1)), summary, None)
     assert summary is not None
-    goal = summary.split("## Constraints")[0]
-    for n in (0, 1, 2, 3, 14, 15, 16, 17, 18, 19):
-        assert f"Request {n}:" in goal, n
-    for n in (5, 8, 11):
-        assert f"Request {n}:" not in goal, n
+    goal = section(summary, "## Goal")
+    assert goal.startswith("- Request 0:")
+    assert goal.splitlines()[-1].startswith("- Request 19:")
+    kept = [n for n in range(20) if f"Request {n}:" in goal]
+    # Over its token budget: requests in the middle went, the task and the newest stayed.
+    assert len(kept) < 20
+    assert 18 in kept
+
+
+def test_a_pasted_bug_report_is_the_task_not_a_list_of_rules() -> None:
+    request = (
+        "<pr_description>\nThere is an issue when creating an invalidation with only one item.\n"
+        "No runtime errors thrown.\n</pr_description>\n"
+        "Make the minimal changes to non-test files to fix the <pr_description>."
+    )
+    summary = summarize([user(request), assistant("On it.")])
+    constraints = section(summary, "## Constraints & Preferences").splitlines()
+    assert constraints == [
+        "- Make the minimal changes to non-test files to fix the <pr_description>."
+    ]
+    assert "only one item" in section(summary, "## Goal")
+
+
+def test_lead_ins_do_not_hide_what_a_sentence_does() -> None:
+    messages = [
+        user("Port the billing module to Rust."),
+        assistant("On it."),
+        user("Before I forget - all API calls go through the proxy at lumen-4.internal."),
+        assistant("Noted."),
+        user("By the way, we need a health check endpoint in `kestrel_4`."),
+        assistant("Noted."),
+        user("Personally I find one-line docstrings easiest to read."),
+        assistant("Noted."),
+    ]
+    summary = summarize(messages)
+    constraints = section(summary, "## Constraints & Preferences")
+    assert "proxy at lumen-4.internal" in constraints
+    assert "one-line docstrings easiest" in constraints
+    assert "health check endpoint in `kestrel_4`" in section(summary, "## Goal")
+
+
+def test_an_update_in_other_words_replaces_the_value_and_a_reread_stays_replaced() -> None:
+    first = [
+        user("Fix the export."),
+        assistant("On it."),
+        user("Ada Quint owns the release process."),
+        assistant("Noted."),
+    ]
+    update = [user("Ignore what I said earlier about the release owner; it's Chidi Okafor.")]
+    summary = summarize([*first, assistant("ok"), *update])
+    context = section(summary, "## Critical Context")
+    assert "Chidi Okafor. (replaces earlier: Ada Quint owns the release process.)" in context
+    # The next round reads the earlier statement again (it was in the kept tail).
+    again = summarize([first[2], assistant("ok")], previous=summary)
+    lines = [line for line in again.splitlines() if "Ada Quint" in line]
+    assert lines and all("replaces earlier" in line for line in lines)

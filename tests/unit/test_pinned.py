@@ -14,7 +14,11 @@ from app.engine.compaction.pinned import (
     restore_pinned_facts,
 )
 from app.engine.compaction.prompts import SUMMARY_SECTIONS
-from app.engine.compaction.split_turn import CURRENT_REQUEST_HEADING, split_turn_request
+from app.engine.compaction.split_turn import (
+    CURRENT_REQUEST_HEADING,
+    split_turn_request,
+    with_current_request,
+)
 from app.engine.extractive.sections import parse_summary
 from app.engine.extractive.summarizer import extractive_summary
 from app.engine.messages import Block, BlockKind, Message, Role
@@ -84,12 +88,14 @@ def plan(to_summarize: list[Message], kept: list[Message], previous: str | None 
     )
 
 
-def test_facts_are_the_constraints_files_and_latest_errors_of_the_history() -> None:
+def test_facts_are_the_goal_constraints_files_and_errors_of_the_history() -> None:
     facts = collect_pinned_facts(history(), None, ["Deploys go through `make release`."])
+    assert PinnedFact(FactKind.GOAL, "Fix the crash in the parser.") in facts
     assert PinnedFact(FactKind.CONSTRAINT, RULE) in facts
     assert PinnedFact(FactKind.PINNED, "Deploys go through `make release`.") in facts
-    assert PinnedFact(FactKind.FILE_READ, "src/parser.py") in facts
+    # Read and then changed: listed once, as modified.
     assert PinnedFact(FactKind.FILE_MODIFIED, "src/parser.py") in facts
+    assert PinnedFact(FactKind.FILE_READ, "src/parser.py") not in facts
     assert PinnedFact(FactKind.ERROR, "E   ValueError: empty input") in facts
 
 
@@ -102,9 +108,9 @@ def test_a_summary_that_forgot_everything_gets_each_fact_in_its_section() -> Non
     context = section(restored_text, "## Critical Context")
     assert "- Pinned: Deploys go through `make release`." in context
     parsed = parse_summary(restored_text)
-    assert parsed.files_read == ("src/parser.py",)
     assert parsed.files_modified == ("src/parser.py",)
-    assert parsed.errors == ("E   ValueError: empty input",)
+    assert parsed.first_error == "E   ValueError: empty input"
+    assert "- Fix the crash in the parser." in section(restored_text, "## Goal")
     # The summarizer's own text stays, in order; the section order is unchanged.
     positions = [restored_text.index(h + "\n") for h in SUMMARY_SECTIONS]
     assert positions == sorted(positions)
@@ -148,15 +154,21 @@ def test_facts_of_the_previous_summary_are_carried_even_by_a_forgetful_summarize
     second = finish_summary(MINIMAL, plan(later, [result("c9", "...")], first.text))
     assert RULE in section(second.text, "## Constraints & Preferences")
     parsed = parse_summary(second.text)
-    assert parsed.files_read == ("src/parser.py", "lex.py")
-    assert parsed.errors == ("E   ValueError: empty input",)
+    assert parsed.files_read == ("lex.py",)
+    assert parsed.files_modified == ("src/parser.py",)
+    assert parsed.first_error == "E   ValueError: empty input"
+    goal = section(second.text, "## Goal")
+    assert "- Fix the crash in the parser." in goal and "- Now look at the lexer." in goal
 
 
-def test_only_the_newest_errors_are_pinned() -> None:
-    errors = [result(f"e{i}", f"RuntimeError: failure number {i}") for i in range(8)]
-    facts = collect_pinned_facts(errors, None)
-    pinned = [f.text for f in facts if f.kind is FactKind.ERROR]
-    assert pinned == [f"RuntimeError: failure number {i}" for i in range(3, 8)]
+def test_the_first_error_and_the_newest_ones_are_pinned() -> None:
+    detail = " ".join(f"frame{k}" for k in range(30))
+    errors = [result(f"e{i}", f"RuntimeError: failure number {i} in {detail}") for i in range(12)]
+    pinned = [f.text for f in collect_pinned_facts(errors, None) if f.kind is FactKind.ERROR]
+    assert pinned[0].startswith("RuntimeError: failure number 0 ")
+    assert pinned[-1].startswith("RuntimeError: failure number 11 ")
+    # Within the errors' token budget: the ones in between go first.
+    assert 2 < len(pinned) < 12
 
 
 def test_the_extractive_summary_needs_no_restoring() -> None:
@@ -176,10 +188,22 @@ def test_a_cut_inside_a_turn_quotes_its_request() -> None:
         result("c1", "src/parser.py:10"),
     ]
     kept = [assistant("", call("c2", "Edit", file_path="src/parser.py")), result("c2", "ok")]
-    finished = finish_summary(MINIMAL, plan([*history(), *turn], kept))
+    found = split_turn_request([*history(), *turn], kept, None)
+    assert found == request
+    # A summary that does not hold the request gets it quoted at its end.
+    quoted = with_current_request(MINIMAL, found)
+    assert quoted.endswith(f"> {request}")
+    assert f"> {request}" in section(quoted, CURRENT_REQUEST_HEADING)
+
+
+def test_a_request_restored_into_the_goal_is_not_quoted_twice() -> None:
+    request = "Rename `Parser.feed` to `Parser.push` everywhere, then run the tests."
+    turn = [user(request), assistant("", call("c1", "Grep", pattern="feed"))]
+    kept = [result("c1", "src/parser.py:10"), assistant("Now the edit.")]
+    finished = finish_summary(MINIMAL, plan(turn, kept))
     assert finished.current_request == request
-    assert finished.text.endswith(f"> {request}")
-    assert f"> {request}" in section(finished.text, CURRENT_REQUEST_HEADING)
+    assert section(finished.text, "## Goal").endswith(f"- {request}")
+    assert CURRENT_REQUEST_HEADING not in finished.text
 
 
 def test_a_cut_between_turns_quotes_nothing_and_drops_a_stale_section() -> None:
@@ -205,7 +229,7 @@ def test_a_turn_longer_than_one_compaction_keeps_its_request() -> None:
     ]
     second = finish_summary(MINIMAL, plan(more, [assistant("done with b")], first.text))
     assert second.current_request == request
-    assert f"> {request}" in second.text
+    assert request in second.text
 
 
 def test_a_request_the_summary_holds_word_for_word_is_not_quoted_again() -> None:

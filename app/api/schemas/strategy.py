@@ -28,7 +28,9 @@ __all__ = [
     "Strategy",
 ]
 
-FactKindName = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
+FactKindName = Literal[
+    "goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"
+]
 PinnedText = Annotated[str, Field(min_length=1, max_length=4_000)]
 PINNED_DESCRIPTION = (
     "Facts every summary must keep verbatim (added back if the summarizer dropped them)."

@@ -25,6 +25,8 @@ _FILES_LINE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ERROR_LINE = re.compile(r"^\**error\**:\s*(.+)$", re.IGNORECASE | re.DOTALL)
+_FIRST_ERROR_LINE = re.compile(r"^\**first error\**:\s*(.+)$", re.IGNORECASE | re.DOTALL)
+_FACT_LINE = re.compile(r"^\**fact\**:\s*(.+)$", re.IGNORECASE | re.DOTALL)
 _FOCUS_LINE = re.compile(r"^\**focus requested\**:", re.IGNORECASE)
 _CODE_SPANS = re.compile(r"(`+)(.+?)\1(?!`)", re.DOTALL)
 _READ_WORDS = ("read", "viewed", "opened")
@@ -74,7 +76,11 @@ class SummarySections:
     focus: str | None = None
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
+    # The first error of the whole work, kept through every update; then the newest ones.
+    first_error: str | None = None
     errors: tuple[str, ...] = ()
+    # What the user stated that is neither a rule nor a request (values, names, hosts).
+    facts: tuple[str, ...] = ()
     # Critical Context lines of no known shape, kept as written.
     context: tuple[str, ...] = ()
 
@@ -86,13 +92,25 @@ class _Collector:
     done_merged: int = 0
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
+    first_error: str | None = None
     errors: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
 
     def add(self, key: str, item: str) -> None:
         self.items.setdefault(key, []).append(item)
 
     def section(self, key: str) -> tuple[str, ...]:
         return tuple(self.items.get(key, ()))
+
+
+def written_by_us(markdown: str) -> bool:
+    """True when `markdown` is laid out in our sections (by us or by a model we prompted):
+    at least one heading names a section we write."""
+    for line in markdown.splitlines():
+        heading = _HEADING.match(line) or _BOLD_HEADING.match(line)
+        if heading and _section_key(heading.group(1).strip("*: ")):
+            return True
+    return False
 
 
 def parse_summary(markdown: str) -> SummarySections:
@@ -122,7 +140,9 @@ def parse_summary(markdown: str) -> SummarySections:
         next_steps=collected.section("next_steps"),
         files_read=tuple(collected.files_read),
         files_modified=tuple(collected.files_modified),
+        first_error=collected.first_error,
         errors=tuple(collected.errors),
+        facts=tuple(collected.facts),
         context=collected.section("context"),
     )
 
@@ -151,7 +171,15 @@ def _collect(collected: _Collector, key: str, title: str, item: str) -> None:
 def _collect_context(collected: _Collector, item: str) -> None:
     files = _FILES_LINE.match(item)
     error = _ERROR_LINE.match(item)
-    if files:
+    first_error = _FIRST_ERROR_LINE.match(item)
+    fact = _FACT_LINE.match(item)
+    if first_error and collected.first_error is None:
+        collected.first_error = unwrap_code_span(first_error.group(1))
+    elif first_error:
+        collected.errors.append(unwrap_code_span(first_error.group(1)))
+    elif fact:
+        collected.facts.append(fact.group(1).strip())
+    elif files:
         paths = _listed_paths(files.group(2))
         is_read = files.group(1).casefold() in _READ_WORDS
         (collected.files_read if is_read else collected.files_modified).extend(paths)
@@ -234,10 +262,13 @@ def render_summary(sections: SummarySections) -> str:
 
 def _critical_context(s: SummarySections) -> list[str]:
     lines = [f"- Focus requested: {s.focus}"] if s.focus else []
-    if s.files_read:
-        lines.append("- Files read: " + ", ".join(code_span(p) for p in s.files_read))
+    lines += [_bullet(f, "- Fact: ") for f in s.facts]
     if s.files_modified:
         lines.append("- Files modified: " + ", ".join(code_span(p) for p in s.files_modified))
+    if s.files_read:
+        lines.append("- Files read: " + ", ".join(code_span(p) for p in s.files_read))
+    if s.first_error:
+        lines.append(f"- First error: {code_span(s.first_error)}")
     lines += [f"- Error: {code_span(e)}" for e in s.errors]
     return lines + [_bullet(c) for c in s.context]
 

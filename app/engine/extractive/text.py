@@ -1,4 +1,4 @@
-"""Text rules of the extractive summarizer: sentences, cue words, error lines and caps."""
+"""Text helpers of the extractive summarizer: sentences, user-text cleaning, caps, code spans."""
 
 from __future__ import annotations
 
@@ -11,51 +11,23 @@ _HARNESS_BLOCK = re.compile(
     r".*?</\1>",
     re.DOTALL,
 )
+# Issue templates carry HTML comments meant for the writer, not the reader.
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _INTERRUPTION = re.compile(
     r"\[Request interrupted by user[^\]]*\]|^Read the output file to retrieve the result: \S+$",
     re.MULTILINE,
 )
 _FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+# `<task_description>`, `</pr_description>` opening or closing a line: wrappers around the
+# words, not words (a tag inside a sentence stays, it may be what the sentence is about).
+_MARKUP_TAG = re.compile(r"^(?:\s*</?[a-z][\w-]*>)+|(?:</?[a-z][\w-]*>\s*)+$")
+# Rules of dashes or equals signs, with or without a title inside ("--- NEW TASK ---").
+_DECORATION = re.compile(r"^(?:[-=*_~#]{3,}.*[-=*_~#]{3,}|[-=*_~#\s]{3,}|\*\*[^*]+\*\*:?)$")
+_MD_HEADING = re.compile(r"^#{1,6}\s")
 # English sentences end at punctuation plus space; CJK punctuation needs no space after it.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])")
 
-_CONSTRAINT_CUE = re.compile(
-    r"^only\b|\b(?:do(?:n['’]t| not)|never|always|must(?:n['’]t)?|should(?:n['’]t)?|avoid|"
-    # A bare "only" is mostly a fact ("it only fails on CI"); as a rule it leads or is bound.
-    r"(?:should|must|can|please) only|only (?:use|modify|change|touch|edit|run|work|write|add|"
-    r"fix|read|commit|test|output|return)|"
-    r"prefer(?:ably|red)?|make sure|ensure|without|keep|unchanged|(?:need|needs|have|has) to|"
-    r"required?|instead of|stick to|not allowed|at most|at least)\b"
-    r"|必须|不要|保持|只|不能|不得|禁止|务必|一定要|请勿|不许|应该|避免|确保|尽量|优先|仅",
-    re.IGNORECASE,
-)
-_DECISION_CUE = re.compile(
-    r"\b(?:I['’]ll|I will|we['’]ll|we will|let['’]s|decided|decide to|instead|going to|"
-    r"chose|opted)\b|我(?:将|会|决定|打算)|决定|改为|改用",
-    re.IGNORECASE,
-)
-_INTENT_CUE = re.compile(
-    r"\b(?:let me|let['’]s|I['’]ll|I will|I['’]m going to|I need to|we need to|next|now I|"
-    r"now let)\b|接下来|下一步|我(?:将|会|来|要)",
-    re.IGNORECASE,
-)
-
-# An error line: a Python-style exception line (also pytest's `E   ...` form), a
-# `error:`/`fatal:` prefix, a compiler `file:line: error:` line, pytest FAILED, npm ERR!.
-_ERROR_LINE = re.compile(
-    r"(?-i:^(?:E\s+)?(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::\s|:?$))"
-    r"|^(?:error|fatal|panic)(?:\[[\w-]+\])?[:!]"
-    r"|:\d+(?::\d+)?:\s*(?:fatal )?error:"
-    r"|(?-i:\bFAILED\b|\bERR!)",
-    re.IGNORECASE,
-)
-_TRACEBACK = "Traceback (most recent call last)"
-_TRACEBACK_SOURCE = re.compile(r"^(?:File \"|raise\b|except\b|Traceback\b)")
-_FAILED_EXIT = re.compile(r"\bexit(?:ed with)? code:? ?[1-9]\d*", re.IGNORECASE)
-# Harness lines around a tool's output: OpenHands' markers and shell prompt, exit notes.
-_NOISE_LINE = re.compile(r"^(?:OBSERVATION:|\[.*\]|\S+@\S+:.*[#$])$")
-_HARNESS_SUFFIX = re.compile(r"\[Python Interpreter: [^\]]*\]$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
 
@@ -105,7 +77,7 @@ def unwrap_code_span(text: str) -> str:
 def clean_user_text(text: str) -> str:
     """User text without harness-injected blocks and interruption notes."""
     text = _INTERRUPTION.sub("", _HARNESS_BLOCK.sub("", text))
-    return text.strip()
+    return _HTML_COMMENT.sub("", text).strip()
 
 
 def is_substantive(text: str) -> bool:
@@ -115,74 +87,43 @@ def is_substantive(text: str) -> bool:
 
 def sentences(text: str) -> list[str]:
     """Sentences of prose `text`, code blocks left out, list markers stripped."""
-    found: list[str] = []
-    for line in _FENCED_CODE.sub("\n", text).splitlines():
-        line = _LIST_MARKER.sub("", line).strip()
+    return [sentence for line in sentence_lines(text) for sentence in line]
+
+
+def _unwrapped_lines(text: str) -> list[str]:
+    """Lines with hard-wrapped sentences joined: a line that does not end a sentence and a
+    next line that goes on in lower case are one line."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if (
+            lines
+            and stripped[:1].islower()
+            and lines[-1].strip()
+            and not lines[-1].rstrip().endswith((".", "!", "?", ":", ";"))
+            and not _LIST_MARKER.match(line)
+        ):
+            lines[-1] = f"{lines[-1].rstrip()} {stripped}"
+        else:
+            lines.append(line)
+    return lines
+
+
+def sentence_lines(text: str) -> list[list[str]]:
+    """The sentences of prose `text`, grouped by line: code blocks, markup tags, headings
+    and decoration lines left out, list markers stripped."""
+    found: list[list[str]] = []
+    for line in _unwrapped_lines(_FENCED_CODE.sub("\n", text)):
+        line = _LIST_MARKER.sub("", _MARKUP_TAG.sub("", line.strip())).strip()
+        if not line or _DECORATION.match(line) or _MD_HEADING.match(line):
+            continue
         parts = [part.strip() for part in _SENTENCE_BREAK.split(line) if part.strip()]
+        joined: list[str] = []
         for index, part in enumerate(parts):
             # "e.g. x" is one sentence although a period and a space follow "e.g".
             if index and parts[index - 1].casefold().endswith(_ABBREVIATIONS):
-                found[-1] = f"{found[-1]} {part}"
+                joined[-1] = f"{joined[-1]} {part}"
             else:
-                found.append(part)
+                joined.append(part)
+        found.append(joined)
     return found
-
-
-def constraint_sentences(text: str) -> list[str]:
-    """The sentences of user text that state a constraint or preference, verbatim."""
-    return [cap(s, 400) for s in sentences(text) if _CONSTRAINT_CUE.search(s)]
-
-
-def decision_sentences(text: str) -> list[str]:
-    """The sentences of assistant text that announce a decision."""
-    return [cap(s, 300) for s in sentences(text) if _DECISION_CUE.search(s)]
-
-
-def intent_of(text: str) -> str | None:
-    """What assistant text says it will do next: its intent sentences, else its opening."""
-    found = sentences(text)
-    chosen = [s for s in found if _INTENT_CUE.search(s)][:2] or found[:2]
-    return cap(" ".join(chosen), 300) if chosen else None
-
-
-def error_lines(text: str, *, head_only: bool) -> list[str]:
-    """The error lines of a tool output, verbatim; `head_only` scans only its first lines."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    lines = [line for line in lines if line.strip() and line.strip() != "OBSERVATION:"]
-    scanned = lines[:3] if head_only else lines
-    traceback_at = next((i for i, line in enumerate(lines) if line.startswith(_TRACEBACK)), None)
-    found: list[str] = []
-    for index, raw in enumerate(scanned):
-        line = raw.strip()
-        if traceback_at is not None and _closes_traceback(lines, index, traceback_at):
-            found.append(line)
-        elif not _TRACEBACK_SOURCE.match(line) and _ERROR_LINE.search(line):
-            # A bare "ERROR:" heading says nothing; its message is on the next line.
-            if len(line) < 12 and line.endswith(":") and index + 1 < len(lines):
-                line = f"{line} {lines[index + 1].strip()}"
-            found.append(line)
-    unique = list(dict.fromkeys(_HARNESS_SUFFIX.sub("", line) for line in found))
-    return [cap(line, 300) for line in unique[-2:]]
-
-
-def _closes_traceback(lines: list[str], index: int, traceback_at: int) -> bool:
-    """True for the exception line that closes a Python traceback: its last line."""
-    line = lines[index]
-    if index <= traceback_at or line[:1].isspace() or line.startswith(("Traceback", "During")):
-        return False
-    # Frames are indented; the first flush-left line after them names the exception.
-    return lines[index - 1][:1].isspace()
-
-
-def failed_exit(text: str) -> bool:
-    """True when a tool output reports a non-zero exit code."""
-    return _FAILED_EXIT.search(text) is not None
-
-
-def last_meaningful_line(text: str) -> str | None:
-    """The last line of a tool output that is not an exit-code or harness note."""
-    for line in reversed(text.splitlines()):
-        line = _HARNESS_SUFFIX.sub("", line.strip())
-        if line and not _NOISE_LINE.match(line) and not failed_exit(line):
-            return cap(line, 300)
-    return None

@@ -14,15 +14,28 @@ from typing import Any
 
 from app.engine.extractive.text import cap, code_span
 
-_PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "file", "target_file")
+_PATH_KEYS = (
+    "file_path",
+    "path",
+    "filename",
+    "file_name",
+    "notebook_path",
+    "file",
+    "target_file",
+)
 _COMMAND_KEYS = ("command", "cmd")
 _TELLING_KEYS = ("description", "query", "url", "pattern", "command", "cmd", "code", "prompt")
 
-_READ_TOOLS = frozenset({"read", "read_file", "readfile", "view_file", "open_file", "cat"})
-_WRITE_TOOLS = frozenset({"write", "write_file", "writefile", "create_file"})
-_EDIT_TOOLS = frozenset(
-    {"edit", "multiedit", "notebookedit", "edit_file", "replace", "replace_in_file"}
+_READ_TOOLS = frozenset(
+    {"read", "read_file", "readfile", "view_file", "open_file", "cat", "open", "view"}
 )
+_WRITE_TOOLS = frozenset({"write", "write_file", "writefile", "create_file", "create"})
+_EDIT_TOOLS = frozenset(
+    {"edit", "multiedit", "notebookedit", "edit_file", "replace", "replace_in_file", "insert"}
+)
+# SWE-agent's editor acts on the file it has open: `edit`, `insert`, `append`, `goto`, …
+_OPEN_FILE_EDITS = frozenset({"edit", "insert", "append"})
+_OPEN_FILE_MOVES = frozenset({"goto", "scroll_down", "scroll_up"})
 _SHELL_TOOLS = frozenset(
     {
         "bash",
@@ -37,11 +50,15 @@ _SHELL_TOOLS = frozenset(
         "execute_command",
     }
 )
-_SEARCH_TOOLS = frozenset({"grep", "search", "search_files", "grep_search", "find"})
+_SEARCH_TOOLS = frozenset(
+    {"grep", "search", "search_files", "grep_search", "find", "find_file", "search_dir"}
+)
 _WEB_SEARCH_TOOLS = frozenset({"websearch", "web_search"})
 _WEB_FETCH_TOOLS = frozenset({"webfetch", "web_fetch", "fetch"})
 # Planning and thinking tools change nothing; listing them would bury the real work.
-_BOOKKEEPING_TOOLS = frozenset({"todowrite", "todoread", "think", "exitplanmode"})
+_BOOKKEEPING_TOOLS = frozenset(
+    {"todowrite", "todoread", "think", "exitplanmode", "finish", "submit", "task_tracker"}
+)
 # The text editor command set shared by OpenHands, SWE-agent and Anthropic's editor tool.
 _EDITOR_VERBS = {
     "view": "read",
@@ -66,12 +83,19 @@ class ToolCallSummary:
     shows_content: bool = False
 
 
-def describe_tool_call(name: str | None, arguments: str) -> ToolCallSummary:
-    """The Done line and touched files of a call to tool `name` with JSON `arguments`."""
+def describe_tool_call(
+    name: str | None, arguments: str, open_file: str | None = None
+) -> ToolCallSummary:
+    """The Done line and touched files of a call to tool `name` with JSON `arguments`;
+    `open_file` is the file an editor that keeps one open (SWE-agent) acts on."""
     args = _parsed_arguments(arguments)
     tool = _tool_key(name or "")
     # A path is one line; joining stray line breaks keeps the lists equal to what is shown.
     path = " ".join(_first_text(args, _PATH_KEYS).splitlines())
+    if not path and open_file and tool in _OPEN_FILE_EDITS:
+        path = open_file
+    if not path and open_file and tool in _OPEN_FILE_MOVES:
+        return ToolCallSummary(None, files_read=(open_file,), shows_content=True)
     editor_command = _text(args, "command")
     if path and editor_command in _EDITOR_VERBS:
         return _editor_call(_EDITOR_VERBS[editor_command], path)
@@ -125,7 +149,14 @@ def _search_call(tool: str, args: dict[str, Any]) -> ToolCallSummary | None:
 def _command_call(tool: str, args: dict[str, Any], path: str, name: str) -> ToolCallSummary:
     command = _command_text(args)
     if command and (tool in _SHELL_TOOLS or tool.endswith("bash")):
-        return ToolCallSummary(f"ran {code_span(_short(command))}")
+        writes = shell_writes(command)
+        reads = shell_reads(command) if not writes else ()
+        return ToolCallSummary(
+            f"ran {code_span(_short(command))}",
+            files_read=reads,
+            files_modified=writes,
+            shows_content=bool(reads),
+        )
     code = _text(args, "code")
     if code and "python" in tool:
         return ToolCallSummary(f"ran Python {code_span(_short(code))}")
@@ -186,3 +217,58 @@ def _short(text: str) -> str:
     lines = text.strip().splitlines() or [""]
     first = lines[0].strip()
     return cap(first, 160) if len(lines) == 1 else cap(first, 160).rstrip(" …") + " …"
+
+
+# Shell commands that write a file: redirections, `sed -i`, `tee`, `mv`/`cp` targets, `touch`.
+_REDIRECT = re.compile(r"(?<![\d&<>])>>?\s*(['\"]?)([^\s;&|<>'\"()]+)\1")
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_HEREDOC_BODY = re.compile(r"<<-?\s*(['\"]?)(\w+)\1.*?^\2\s*$", re.DOTALL | re.MULTILINE)
+_READ_COMMANDS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat"})
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "-"})
+
+
+def shell_writes(command: str) -> tuple[str, ...]:
+    """Files a shell command writes (created or changed), in order."""
+    # A heredoc's body is data; only its command line says where it goes.
+    script = _HEREDOC_BODY.sub("", command)
+    found = [m.group(2) for m in _REDIRECT.finditer(script)]
+    for words in _segments(script):
+        verb, args = words[0], [w for w in words[1:] if not w.startswith("-")]
+        if verb == "sed" and any(w.startswith(("-i", "--in-place")) for w in words[1:]):
+            found.extend(args[1:] if "-e" not in words and "--expression" not in words else args)
+        elif verb == "tee":
+            found.extend(args)
+        elif (verb in ("mv", "cp", "install") and len(args) >= 2) or (
+            verb == "git" and len(args) >= 3 and args[0] == "mv"
+        ):
+            found.append(args[-1])
+        elif verb == "touch":
+            found.extend(args)
+    return tuple(dict.fromkeys(p for p in found if _is_file_path(p)))
+
+
+def shell_reads(command: str) -> tuple[str, ...]:
+    """Files a shell command shows (`cat`, `head`, `tail` …), in order."""
+    found: list[str] = []
+    for words in _segments(command):
+        if words[0] in _READ_COMMANDS:
+            found.extend(w for w in words[1:] if not w.startswith("-") and not w.isdigit())
+    return tuple(dict.fromkeys(p for p in found if _is_file_path(p)))
+
+
+def _segments(script: str) -> list[list[str]]:
+    found = []
+    for segment in _SEGMENT.split(script.strip()):
+        words = [w.strip("'\"") for w in segment.split()]
+        while words and (words[0] in ("sudo", "cd", "env") or "=" in words[0]):
+            # `cd dir && …` is its own segment; a leading VAR=value is not the verb.
+            words = [] if words[0] == "cd" else words[1:]
+        if words:
+            found.append(words)
+    return found
+
+
+def _is_file_path(text: str) -> bool:
+    if text in _NOT_FILES or text.startswith(("&", "$(", "`")) or text.endswith("/"):
+        return False
+    return bool(re.fullmatch(r"[\w./~+@%-]+", text)) and bool(re.search(r"[\w]\.?\w", text))

@@ -243,7 +243,7 @@ export interface ReadyOut {
 
 /** A pinned fact the summarizer left out, added back into its section. */
 export interface RestoredFactOut {
-  kind: "constraint" | "pinned" | "file_read" | "file_modified" | "error";
+  kind: "goal" | "constraint" | "fact" | "pinned" | "file_read" | "file_modified" | "error";
   text: string;
 }
 

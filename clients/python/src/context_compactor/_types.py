@@ -12,7 +12,7 @@ Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
 WindowSource = Literal["request", "config", "upstream", "registry", "alias", "fallback"]
 Trigger = Literal["auto", "manual", "overflow"]
-FactKind = Literal["constraint", "pinned", "file_read", "file_modified", "error"]
+FactKind = Literal["goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"]
 SourceKind = Literal[
     "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
 ]
@@ -30,7 +30,15 @@ WINDOW_SOURCES: tuple[WindowSource, ...] = (
     "fallback",
 )
 TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow")
-FACT_KINDS: tuple[FactKind, ...] = ("constraint", "pinned", "file_read", "file_modified", "error")
+FACT_KINDS: tuple[FactKind, ...] = (
+    "goal",
+    "constraint",
+    "fact",
+    "pinned",
+    "file_read",
+    "file_modified",
+    "error",
+)
 SOURCE_KINDS: tuple[SourceKind, ...] = (
     "base",
     "system_md",

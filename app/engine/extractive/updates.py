@@ -1,0 +1,138 @@
+"""Superseded values: a later statement that changes an earlier one's value replaces it.
+
+"The budget cap is now $700" after "Budget cap is $500 total. Never exceed without explicit
+approval." is the same subject (budget, cap) with a new value of the same shape (an amount):
+the summary then holds the new statement as current and quotes the earlier one as replaced,
+so the old value is never presented as current. Two statements about different subjects
+that happen to share a shape ("staging listens on 5433", "prod listens on 5432") are not an
+update: the subject words must match, and a word must tell that it is a change ("now",
+"instead", "correction", "from now on", "changed to") — "never touch a.py" and then "never
+touch b.py" are two rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from app.engine.extractive.statements import content_words, values_in, without_lead
+
+REPLACES = " (replaces earlier: "
+# The score of an update that names the value it replaces: above any other match.
+NAMES_OLD_VALUE = 100.0
+_REPLACES_SUFFIX = re.compile(r"^(.*?) \(replaces earlier: (.*)\)$", re.DOTALL)
+_UPDATE_CUE = re.compile(
+    r"\b(?:now|instead|no\s+longer|any\s?more|changed?|changing|switch(?:ed)?|moved?|"
+    r"correction|correct(?:ed)?|actually|update[ds]?|revised?|scratch\s+that|never\s+mind|"
+    r"from\s+now\s+on|going\s+forward|as\s+of|new|rather|replace[ds]?|should\s+be|"
+    r"is\s+(?:going|set)\s+to\s+be|not\s+\S+\s+but|raised?|lowered?|increased?|reduced?|"
+    r"bumped?|extended?|shortened?|override|overrid(?:e|den)|disregard|"
+    r"(?:ignore|forget)\s+what\s+i\s+(?:said|wrote|told\s+you)|following\s+up\s+on|"
+    r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on)\b",
+    re.IGNORECASE,
+)
+# Words that say how an update is phrased, not what it is about.
+_UPDATE_WORDS_TEXT = (
+    "now instead longer anymore change changed changing switch switched move moved "
+    "correction correct corrected actually update updated updates revised revise scratch "
+    "mind forward new rather replace replaced replaces should going set raise raised "
+    "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
+    "shortened override heads today yesterday use using plan please note disregard ignore "
+    "forget said wrote told following misspoke wrong earlier small here mistake"
+)
+# Compared with content words, which are stemmed ("moved" → "mov"): both forms.
+_UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
+
+
+def main_text(item: str) -> str:
+    """An item without the quote of what it replaced."""
+    found = _REPLACES_SUFFIX.match(item)
+    return found.group(1) if found else item
+
+
+def replaced_text(item: str) -> str | None:
+    """The earlier statement an item says it replaces, if it says so."""
+    found = _REPLACES_SUFFIX.match(item)
+    return found.group(2) if found else None
+
+
+def with_replaced(new: str, old: str) -> str:
+    """`new`, saying which earlier statement it replaces."""
+    return f"{new}{REPLACES}{main_text(old)})"
+
+
+# "At most 80 lines", "the length limit", "no more than 5": all state a limit.
+_LIMIT = re.compile(
+    r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
+    r"cap(?:ped)?|under|within|up\s+to|exceed\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def _subject_words(text: str) -> set[str]:
+    """What a statement is about: its content words, with "limit" for any way of saying one."""
+    # Lead-ins ("Separately, …", "Before I forget - …") say nothing about the subject.
+    words = set(content_words(without_lead(text)) - _UPDATE_WORDS)
+    if _LIMIT.search(text):
+        words = {w for w in words if not _LIMIT.fullmatch(w)} | {"limit"}
+    return words
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape(value: str) -> str:
+    """A value's kind: amount, number with unit, version, code, host, path, name …"""
+    if value.startswith("$"):
+        return "money"
+    if re.fullmatch(r"\d{1,2}:\d{2}", value):
+        return "time"
+    if re.fullmatch(r"\d+\.\d+(?:\.\d+)*", value):
+        return "version"
+    if re.fullmatch(r"\d+", value):
+        return "number"
+    if re.fullmatch(r"[A-Z]{2,}[-_]?\d+", value):
+        return "code"
+    if "/" in value:
+        return "path"
+    if re.search(r"\.\w+$", value):
+        return "host"
+    if re.fullmatch(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+", value):
+        return "name"
+    return "word"
+
+
+def supersedes(new: str, old: str) -> float:
+    """How surely statement `new` changes the value that earlier statement `old` states:
+    0 when it does not, higher for a closer match."""
+    # Every way to supersede needs a change word; checked first, it spares the value
+    # reading of every (new, old) pair of a long session.
+    cue = _UPDATE_CUE.search(new) is not None
+    if not cue:
+        return 0.0
+    old_main = main_text(old)
+    new_values = set(values_in(new))
+    old_values = set(values_in(old_main))
+    if not new_values or not old_values:
+        return 0.0
+    fresh = new_values - old_values
+    gone = old_values - new_values
+    if not fresh:
+        return 0.0
+    new_words = _subject_words(new)
+    old_words = _subject_words(old_main)
+    shared = new_words & old_words
+    coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
+    if old_values & new_values and cue:
+        # It names the old value and gives a new one: "use 8081 instead of 8080".
+        return NAMES_OLD_VALUE + coverage
+    # Otherwise it must drop an old value for a new one of the same shape ...
+    if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
+        return 0.0
+    # ... say it is a change ("never touch a.py" and then "never touch b.py" are two rules,
+    # not one replacing the other) and be about the same thing. A user names the thing in
+    # other words the second time ("the allowed email domain" for "email anyone outside
+    # x.example"): one shared subject word is enough, and the closest match wins.
+    if cue and shared:
+        # More shared subject words beat a short earlier item that shares one ("the host
+        # that needs two replicas" is the replicas rule, not "the Redis host").
+        return 1.0 + len(shared) + coverage / 2
+    return 0.0

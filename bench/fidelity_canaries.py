@@ -1,0 +1,1171 @@
+"""Canary sessions for bench/fidelity.py: facts a user states once, buried in long work.
+
+Five kinds (safety rule, constraint, fact, goal, preference), each written from templates in
+several phrasings: imperative, declarative, third person, prohibitions, limits, a rule split
+over two sentences from its value, a question that asks for work. Values are random per seed
+(codes, ports, amounts, hosts, identifiers), so no check can pass by accident. Some canaries
+are updated later ("Correction: … is now …"); then the new value must be kept and the old
+one must not be presented as current.
+
+Three template sets. DEV and DEV_B were used while building the summarizer (DEV_B was
+first written as a held-out set, but its update wordings were seen during development, so
+it counts as development material). HELD_OUT was written afterwards and first run for the
+report; its failures were then read and fixed (lead-ins such as "Before I forget -", "we
+need a …", "I find … easiest", "ignore what I said about …" updates), so it is development
+material too. HELD_OUT_2 was written after those fixes and run once for the report (its
+phrasings, subjects, update wordings, message wraps, filler, tool-output noise and seeds
+differ from all three); its failures were read and fixed afterwards, so it is development
+material now as well, and the next change needs a new held-out set.
+Sessions come in three shapes: Chat Completions tool calls, Anthropic
+tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
+Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
+Goal or Constraints.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("safety rule", "constraint", "fact", "goal", "preference")
+PER_KIND = 4
+ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """One phrasing: `text` with {slots}; `checks` must all appear in one summary item."""
+
+    style: str
+    text: str
+    checks: tuple[str, ...]
+    # How an update names the thing (None: this canary is never updated).
+    subject: str | None = None
+    # The slot an update replaces.
+    slot: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """A later message that changes the canary's value; `checks` hold the new value."""
+
+    text: str
+    checks: tuple[str, ...]
+    old_value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Canary:
+    kind: str
+    style: str
+    text: str
+    checks: tuple[str, ...]
+    update: Update | None = None
+
+
+# Values: random but realistic, so a check finds them only where the canary put them.
+_WORDS = [
+    "amber",
+    "cobalt",
+    "delta",
+    "ember",
+    "falcon",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lumen",
+    "marlin",
+    "nebula",
+    "onyx",
+    "pylon",
+    "quartz",
+    "raven",
+    "saffron",
+    "tundra",
+    "umber",
+    "vesper",
+    "willow",
+    "yonder",
+    "zephyr",
+    "basalt",
+    "cinder",
+    "dune",
+    "fjord",
+    "glacier",
+    "heron",
+    "iris",
+    "jasper",
+    "krill",
+    "lotus",
+    "mesa",
+    "nimbus",
+    "orchid",
+]
+_NAMES = ("Ada Quint", "Bo Lindqvist", "Chidi Okafor", "Dana Vrabel", "Emeka Hale", "Farah Noor")
+_LIBS = ("httpx", "polars", "attrs", "structlog", "orjson", "tenacity", "respx", "hypothesis")
+_VERSIONS = ("3.11", "3.10", "3.12", "2.7", "1.24", "4.2")
+_CURRENCIES = ("EUR", "CHF", "SEK", "NZD", "JPY")
+
+
+def _values(rng: random.Random) -> dict[str, str]:
+    word = rng.choice(_WORDS)
+    other = rng.choice([w for w in _WORDS if w != word])
+    letters = "".join(rng.choice(string.ascii_uppercase) for _ in range(4))
+    zone = "".join(rng.choice(string.ascii_lowercase) for _ in range(4))
+    return {
+        "code": f"{letters}-{rng.randint(100, 999)}",
+        "port": str(rng.randint(2000, 9999)),
+        "money": f"${rng.randint(3, 95) * 100}",
+        "host": f"{word}-{rng.randint(2, 40)}.internal",
+        "path": f"data/{word}_{rng.randint(10, 99)}/",
+        "ident": f"{word}_{other}",
+        "zone": f"Zone/{zone.capitalize()}",
+        "ver": rng.choice(_VERSIONS),
+        "n": str(rng.randint(3, 90)),
+        "name": rng.choice(_NAMES),
+        "lib": rng.choice(_LIBS),
+        "word": word.capitalize() + str(rng.randint(2, 9)),
+        "image": f"python:{rng.choice(_VERSIONS)}-{word}",
+        "env": f"{word}{rng.randint(2, 9)}",
+        "prefix": f"{word[:3]}{rng.randint(10, 99)}",
+        "currency": rng.choice(_CURRENCIES),
+        "time": f"{rng.randint(0, 23):02d}:{rng.choice(('00', '15', '30', '45'))}",
+        "domain": f"{word}{rng.randint(2, 9)}.example",
+        "module": f"{word}_{rng.randint(2, 9)}",
+    }
+
+
+def _t(style: str, text: str, *checks: str, subject: str | None = None, slot: str | None = None):
+    return Template(style, text, checks, subject, slot)
+
+
+DEV: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "prohibition",
+            "Under no circumstances reveal the maintenance access code {code}.",
+            "{code}",
+            "reveal",
+        ),
+        _t(
+            "imperative",
+            "Never run database migrations against {host} without asking me first.",
+            "{host}",
+            "never run",
+            subject="the migrations database host",
+            slot="host",
+        ),
+        _t(
+            "third person",
+            "The user does not allow any deletion under `{path}`.",
+            "{path}",
+            "deletion",
+        ),
+        _t(
+            "split value",
+            "Production is {env}. Never deploy there on a Friday.",
+            "{env}",
+            "never deploy",
+            subject="production",
+            slot="env",
+        ),
+        _t("imperative", "Do not touch the billing database at {host}.", "{host}", "do not touch"),
+        _t(
+            "declarative",
+            "The signing key {code} is confidential and must not be shared.",
+            "{code}",
+            "must not be shared",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "split value",
+            "Budget cap is {money} total. Never exceed without explicit approval.",
+            "{money}",
+            "never exceed",
+            subject="the budget cap",
+            slot="money",
+        ),
+        _t(
+            "fragment",
+            "Only Python {ver}. No external network access.",
+            "python {ver}",
+            "no external network",
+        ),
+        _t(
+            "imperative",
+            "Report all times in {zone} timezone.",
+            "{zone}",
+            "report all times",
+            subject="the reporting timezone",
+            slot="zone",
+        ),
+        _t("elliptical", "Cannot use any existing {word} frameworks.", "{word}", "cannot use"),
+        _t(
+            "limit",
+            "Responses must be at most {n} lines long.",
+            "{n} lines",
+            "at most",
+            subject="the response length limit",
+            slot="n",
+        ),
+        _t(
+            "imperative",
+            "Keep the public signature of `{ident}()` unchanged.",
+            "{ident}",
+            "unchanged",
+        ),
+    ),
+    "fact": (
+        _t(
+            "declarative",
+            "The staging database listens on port {port}.",
+            "{port}",
+            "staging database",
+            subject="the staging database port",
+            slot="port",
+        ),
+        _t("aside", "FYI, the CI runner image is `{image}`.", "{image}", "runner image"),
+        _t(
+            "declarative",
+            "Our customer's account ID is {code}.",
+            "{code}",
+            "account id",
+            subject="the customer's account ID",
+            slot="code",
+        ),
+        _t(
+            "declarative",
+            "The deploy host is {host}.",
+            "{host}",
+            "deploy host",
+            subject="the deploy host",
+            slot="host",
+        ),
+        _t("declarative", "The project codename is {word}.", "{word}", "codename"),
+        _t(
+            "declarative", "{name} is the maintainer of the payments service.", "{name}", "payments"
+        ),
+    ),
+    "goal": (
+        _t(
+            "imperative",
+            "Add a `{ident}` command to the CLI that exports invoices as CSV.",
+            "{ident}",
+            "export",
+        ),
+        _t(
+            "polite",
+            "Please build a dashboard page at `/{module}` showing weekly signups.",
+            "/{module}",
+            "dashboard",
+        ),
+        _t(
+            "next task",
+            "Next task: write a migration that adds the `{ident}` column.",
+            "{ident}",
+            "migration",
+        ),
+        _t(
+            "first person",
+            "I need you to fix the flaky test `test_{ident}`.",
+            "test_{ident}",
+            "flaky",
+        ),
+    ),
+    "preference": (
+        _t(
+            "third person",
+            "User prefers terse answers, at most {n} sentences.",
+            "terse",
+            "{n} sentences",
+            subject="the answer length",
+            slot="n",
+        ),
+        _t(
+            "first person",
+            "I like commit messages that start with `{prefix}:`.",
+            "{prefix}",
+            "commit messages",
+        ),
+        _t(
+            "first person",
+            "I'd rather you use `{lib}` than requests for HTTP calls.",
+            "{lib}",
+            "rather",
+        ),
+        _t("polite", "Please use tabs, not spaces, in `{module}.mk`.", "{module}.mk", "tabs"),
+        _t(
+            "preference",
+            "My preferred log format is `{ident}` JSON lines.",
+            "{ident}",
+            "log format",
+            subject="the log format",
+            slot="ident",
+        ),
+    ),
+}
+
+DEV_B: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t("imperative", "Whatever happens, keep `{path}` read-only.", "{path}", "read-only"),
+        _t(
+            "permission",
+            "You are not permitted to email anyone outside {domain}.",
+            "{domain}",
+            "not permitted",
+            subject="the allowed email domain",
+            slot="domain",
+        ),
+        _t(
+            "third person",
+            "Our security team forbids sharing the vault PIN {code}.",
+            "{code}",
+            "forbids",
+        ),
+        _t(
+            "split value",
+            "{code} is the recovery phrase. It must never appear in any output.",
+            "{code}",
+            "never appear",
+        ),
+        _t(
+            "imperative",
+            "Refrain from restarting {host} during business hours.",
+            "{host}",
+            "refrain",
+            subject="the host that must not be restarted",
+            slot="host",
+        ),
+        _t(
+            "third person",
+            "The client insists that nobody force-pushes to `{env}`.",
+            "{env}",
+            "force-push",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "limit",
+            "The whole job has to finish within {n} minutes.",
+            "{n} minutes",
+            "finish within",
+            subject="the time limit for the job",
+            slot="n",
+        ),
+        _t(
+            "limit",
+            "We're limited to {n} GB of RAM on the build box.",
+            "{n} gb",
+            "limited to",
+            subject="the RAM limit on the build box",
+            slot="n",
+        ),
+        _t("imperative", "Stick with {lib} version {ver} for now.", "{lib}", "{ver}"),
+        _t(
+            "declarative",
+            "All prices go out in {currency}, rounded to two decimals.",
+            "{currency}",
+            "rounded",
+            subject="the currency for prices",
+            slot="currency",
+        ),
+        _t(
+            "fragment",
+            "No more than {n} concurrent connections to {host}.",
+            "{n} concurrent",
+            "{host}",
+        ),
+        _t(
+            "requirement",
+            "Requirement: every endpoint returns JSON with a `{ident}` field.",
+            "{ident}",
+            "requirement",
+        ),
+    ),
+    "fact": (
+        _t(
+            "aside",
+            "For reference, the on-call engineer this week is {name}.",
+            "{name}",
+            "on-call",
+            subject="the on-call engineer",
+            slot="name",
+        ),
+        _t("declarative", "Logs end up in `{path}` on each node.", "{path}", "logs"),
+        _t(
+            "declarative",
+            "The nightly export runs at {time} UTC.",
+            "{time}",
+            "nightly export",
+            subject="the nightly export time",
+            slot="time",
+        ),
+        _t(
+            "declarative",
+            "We moved the job queue to {host} last month.",
+            "{host}",
+            "queue",
+            subject="the job queue host",
+            slot="host",
+        ),
+        _t("declarative", "Ticket {code} tracks the outage from Tuesday.", "{code}", "outage"),
+        _t(
+            "declarative",
+            "The metrics endpoint is served on port {port}.",
+            "{port}",
+            "metrics endpoint",
+            subject="the metrics port",
+            slot="port",
+        ),
+    ),
+    "goal": (
+        _t(
+            "question",
+            "Can you port `{ident}` from the old service to the new one?",
+            "{ident}",
+            "port",
+        ),
+        _t("declarative", "The goal today is to get `{ident}` under 200 ms.", "{ident}", "200 ms"),
+        _t(
+            "change",
+            "Let's switch focus to cleaning up the `{module}` module.",
+            "{module}",
+            "clean",
+        ),
+        _t("job", "Your job: make `{ident}` work on Windows.", "{ident}", "windows"),
+    ),
+    "preference": (
+        _t(
+            "preference",
+            "My preference: dates written as {ident} everywhere.",
+            "{ident}",
+            "dates",
+            subject="the date style",
+            slot="ident",
+        ),
+        _t("third person", "The team likes `{lib}` for HTTP mocks.", "{lib}", "http mocks"),
+        _t(
+            "hedged",
+            "Ideally, keep each function under {n} lines.",
+            "{n} lines",
+            "function",
+            subject="the function length",
+            slot="n",
+        ),
+        _t(
+            "imperative",
+            "Favor small commits and label them `{prefix}-<n>`.",
+            "{prefix}",
+            "commits",
+        ),
+        _t(
+            "first person",
+            "I want variable names in British spelling, like `{ident}`.",
+            "{ident}",
+            "british",
+        ),
+    ),
+}
+
+DEV_UPDATES = (
+    "Correction: {subject} is now {new}.",
+    "Update: use {new} instead of {old} for {subject}.",
+    "Change of plan: {subject} changed to {new}.",
+)
+DEV_B_UPDATES = (
+    "Scratch that, {subject} should be {new}.",
+    "Heads up: from now on {subject} is {new}.",
+    "{subject_cap} moved to {new} as of today.",
+)
+
+# Written before the last round of changes and never used to tune them.
+HELD_OUT: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t("imperative", "Please never print the API token {code} in logs.", "{code}", "never"),
+        _t(
+            "declarative",
+            "It is strictly forbidden to push to `{env}` directly.",
+            "{env}",
+            "forbidden",
+            subject="the protected branch",
+            slot="env",
+        ),
+        _t(
+            "third person",
+            "{name} asked that nobody runs `rm -rf` inside `{path}`.",
+            "{path}",
+            "rm -rf",
+        ),
+        _t(
+            "imperative",
+            "Keep the staging credentials ({code}) out of every commit.",
+            "{code}",
+            "out of every commit",
+        ),
+        _t(
+            "imperative",
+            "Don't ever scale {host} below two replicas.",
+            "{host}",
+            "two replicas",
+            subject="the host that needs two replicas",
+            slot="host",
+        ),
+        _t(
+            "split value",
+            "The kill switch lives at `{path}`. Leave it alone no matter what.",
+            "{path}",
+            "leave it alone",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "requirement",
+            "Any new dependency needs to support Python {ver}.",
+            "python {ver}",
+            "dependency",
+            subject="the minimum Python version",
+            slot="ver",
+        ),
+        _t(
+            "limit",
+            "Memory usage must stay below {n} MB.",
+            "{n} mb",
+            "below",
+            subject="the memory ceiling",
+            slot="n",
+        ),
+        _t(
+            "limit",
+            "We can only deploy between {time} and midnight.",
+            "{time}",
+            "deploy",
+            subject="the start of the deploy window",
+            slot="time",
+        ),
+        _t(
+            "declarative",
+            "All API calls go through the proxy at {host}.",
+            "{host}",
+            "proxy",
+            subject="the proxy host",
+            slot="host",
+        ),
+        _t(
+            "fragment",
+            "Tests have to run offline, no calls to {domain}.",
+            "{domain}",
+            "offline",
+        ),
+        _t("imperative", "Stay on `{image}` as the base image.", "{image}", "base image"),
+    ),
+    "fact": (
+        _t(
+            "aside",
+            "Heads-up: the Redis cache sits at {host}.",
+            "{host}",
+            "redis",
+            subject="the Redis host",
+            slot="host",
+        ),
+        _t(
+            "declarative",
+            "The invoice service exposes gRPC on port {port}.",
+            "{port}",
+            "grpc",
+            subject="the gRPC port",
+            slot="port",
+        ),
+        _t(
+            "declarative",
+            "{name} owns the release process.",
+            "{name}",
+            "release",
+            subject="the release owner",
+            slot="name",
+        ),
+        _t(
+            "declarative",
+            "The feature flag for the beta is called `{ident}`.",
+            "{ident}",
+            "feature flag",
+        ),
+        _t(
+            "declarative",
+            "Backups are stored under `{path}`.",
+            "{path}",
+            "backups",
+            subject="the backup folder",
+            slot="path",
+        ),
+        _t("declarative", "The last good build was tagged {code}.", "{code}", "last good build"),
+    ),
+    "goal": (
+        _t("question", "Could you make the `{ident}` report load faster?", "{ident}", "faster"),
+        _t("declarative", "Today's task is adding retries to `{module}`.", "{module}", "retries"),
+        _t(
+            "need",
+            "We need a health check endpoint in `{module}` that reports queue depth.",
+            "{module}",
+            "health check",
+        ),
+        _t("request", "New request: rename `{ident}` across the codebase.", "{ident}", "rename"),
+        _t("help", "Help me write the docs for `{ident}`.", "{ident}", "docs"),
+    ),
+    "preference": (
+        _t(
+            "first person",
+            "Personally I find one-line docstrings easiest to read in `{module}`.",
+            "{module}",
+            "one-line docstrings",
+        ),
+        _t(
+            "third person",
+            "The user would like progress updates every {n} steps.",
+            "{n} steps",
+            "progress",
+            subject="the progress update interval",
+            slot="n",
+        ),
+        _t("hedged", "If possible, write the tests with `{lib}`.", "{lib}", "tests"),
+        _t(
+            "imperative",
+            "Go with snake_case names such as `{ident}`.",
+            "{ident}",
+            "snake_case",
+        ),
+        _t(
+            "polite",
+            "We'd appreciate it if answers used {currency} for costs.",
+            "{currency}",
+            "costs",
+            subject="the currency for costs",
+            slot="currency",
+        ),
+    ),
+}
+HELD_OUT_UPDATES = (
+    "Small change: {subject} is {new} from here on.",
+    "Ignore what I said earlier about {subject}; it's {new}.",
+    "Following up on {subject}: please use {new}.",
+)
+# Written last, after the fixes that HELD_OUT's failures led to (so HELD_OUT is
+# development material now), and run once for the report.
+HELD_OUT_2: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "imperative",
+            "Do not drop any table in the `{env}` database.",
+            "{env}",
+            "drop",
+            subject="the database nobody may drop tables in",
+            slot="env",
+        ),
+        _t(
+            "declarative",
+            "Running migrations against {host} is off limits.",
+            "{host}",
+            "migrations",
+            subject="the host where migrations are off limits",
+            slot="host",
+        ),
+        _t(
+            "third person",
+            "Security says the signing key {code} must never leave the vault.",
+            "{code}",
+            "vault",
+        ),
+        _t("prohibition", "Under no circumstances email {domain} customers.", "{domain}", "email"),
+        _t(
+            "split value",
+            "The admin panel is at `{path}`. Nobody outside ops touches it.",
+            "{path}",
+            "nobody outside ops",
+        ),
+        _t("imperative", "Refrain from force-pushing to `{env}`.", "{env}", "force-pushing"),
+    ),
+    "constraint": (
+        _t(
+            "limit",
+            "Responses are capped at {n} lines.",
+            "{n} lines",
+            "capped",
+            subject="the line cap for responses",
+            slot="n",
+        ),
+        _t(
+            "requirement",
+            "Everything you write has to work on Python {ver}.",
+            "python {ver}",
+            "has to work",
+        ),
+        _t(
+            "limit",
+            "Spend no more than {money} on cloud resources this month.",
+            "{money}",
+            "cloud",
+            subject="the cloud spend limit",
+            slot="money",
+        ),
+        _t("fragment", "Only stdlib plus `{lib}` as dependencies.", "{lib}", "stdlib"),
+        _t(
+            "declarative",
+            "The service must listen on port {port}.",
+            "{port}",
+            "listen",
+            subject="the listening port",
+            slot="port",
+        ),
+        _t("time", "Timestamps are always in {zone}.", "{zone}", "timestamps"),
+    ),
+    "fact": (
+        _t(
+            "declarative",
+            "Our staging cluster is reachable at {host}.",
+            "{host}",
+            "staging",
+            subject="the staging cluster address",
+            slot="host",
+        ),
+        _t(
+            "aside",
+            "For context, the on-call engineer this week is {name}.",
+            "{name}",
+            "on-call",
+            subject="this week's on-call engineer",
+            slot="name",
+        ),
+        _t("declarative", "The nightly job writes its output to `{path}`.", "{path}", "nightly"),
+        _t(
+            "declarative",
+            "Customer ids look like {code}.",
+            "{code}",
+            "customer ids",
+        ),
+        _t(
+            "declarative",
+            "The metrics endpoint answers on port {port}.",
+            "{port}",
+            "metrics",
+            subject="the metrics port",
+            slot="port",
+        ),
+    ),
+    "goal": (
+        _t(
+            "request",
+            "I'd like you to add pagination to the `{ident}` listing.",
+            "{ident}",
+            "pagination",
+        ),
+        _t("imperative", "Port `{module}` from callbacks to async/await.", "{module}", "async"),
+        _t("question", "Can you find out why `{ident}` leaks memory?", "{ident}", "leaks memory"),
+        _t("framed", "The objective now: make `{module}` thread-safe.", "{module}", "thread-safe"),
+        _t("need", "What I need is a CSV export for `{ident}`.", "{ident}", "csv export"),
+    ),
+    "preference": (
+        _t(
+            "first person",
+            "I'm more comfortable reviewing small commits, ideally under {n} files each.",
+            "{n} files",
+            "small commits",
+            subject="the commit size",
+            slot="n",
+        ),
+        _t("third person", "The team leans towards `{lib}` for HTTP mocking.", "{lib}", "mocking"),
+        _t(
+            "hedged",
+            "It would be nice if log messages started with `{prefix}`.",
+            "{prefix}",
+            "log messages",
+        ),
+        _t(
+            "third person",
+            "{name} likes type hints on every public function.",
+            "{name}",
+            "type hints",
+        ),
+        _t(
+            "imperative",
+            "Favour dataclasses over dicts in `{module}`.",
+            "{module}",
+            "dataclasses",
+        ),
+    ),
+}
+HELD_OUT_2_UPDATES = (
+    "Heads up, {subject} changed: it is {new} now.",
+    "Update on {subject}: {new}, not {old}.",
+    "My mistake earlier - {subject} should be {new}.",
+)
+DEV_SEEDS = tuple(range(8))
+DEV_B_SEEDS = tuple(range(100, 112))
+HELD_OUT_SEEDS = tuple(range(300, 312))
+HELD_OUT_2_SEEDS = tuple(range(500, 512))
+# name → (templates, update wordings, seeds, offset of the random streams)
+SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
+    "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
+    "dev-b": (DEV_B, DEV_B_UPDATES, DEV_B_SEEDS, 1),
+    "held-out": (HELD_OUT, HELD_OUT_UPDATES, HELD_OUT_SEEDS, 2),
+    "held-out-2": (HELD_OUT_2, HELD_OUT_2_UPDATES, HELD_OUT_2_SEEDS, 3),
+}
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    return text.format(**values)
+
+
+def make_canaries(seed: int, canary_set: str) -> list[Canary]:
+    """PER_KIND canaries of each kind, about a third of the updatable ones updated."""
+    templates, updates, _seeds, offset = SETS[canary_set]
+    rng = random.Random(seed * 7919 + offset)
+    canaries: list[Canary] = []
+    for kind in KINDS:
+        chosen = rng.sample(templates[kind], PER_KIND)
+        for template in chosen:
+            values = _values(rng)
+            text = _fill(template.text, values)
+            checks = tuple(_fill(c, values).casefold() for c in template.checks)
+            update = None
+            if template.subject and template.slot and rng.random() < 0.45:
+                new_values = dict(values)
+                while new_values[template.slot] == values[template.slot]:
+                    new_values[template.slot] = _values(rng)[template.slot]
+                new = new_values[template.slot]
+                wording = rng.choice(updates)
+                update_text = wording.format(
+                    subject=template.subject,
+                    subject_cap=template.subject[:1].upper() + template.subject[1:],
+                    new=new,
+                    old=values[template.slot],
+                )
+                # The update says the new value in its own words: the value is the check.
+                update = Update(update_text, (new.casefold(),), values[template.slot])
+            canaries.append(Canary(kind, template.style, text, checks, update))
+    return canaries
+
+
+# --- the session around them -------------------------------------------------------------
+
+_USER_FILLER = (
+    "ok",
+    "thanks, go on",
+    "looks good, continue",
+    "sure",
+    "great, keep going",
+    "hmm ok. carry on with what you were doing",
+    "nice",
+)
+_WRAPS = (
+    "{c}",
+    "Quick note before you continue. {c}",
+    "Thanks for the update. {c} Anyway, carry on with the refactor.",
+    "One more thing: {c}",
+    "{c} That's all for now.",
+    "Here is what I see locally:\n```\n{log}\n```\n{c}",
+)
+_ASSISTANT_CHATTER = (
+    "Let me look at the next file.",
+    "Acknowledged. Continuing with the plan.",
+    "I'll check the test output next.",
+    "Now let me run the tests again:",
+    "Good, that worked. Moving on.",
+    "Let me force-add it:",
+)
+# Lines that look like rules but are tool output; their NOISE token must stay out.
+_NOISE_LINES = (
+    "# Do not edit: generated by protoc from {noise}.proto",
+    "WARNING: never use {noise} in production",
+    "Only 3 retries are allowed for {noise} (see docs).",
+    "You must restart {noise} for the changes to take effect.",
+    "NOTE: Always run make {noise} before committing.",
+    "hint: use --force to overwrite {noise}",
+    "Users prefer the {noise} layout according to the survey data.",
+)
+
+_HELD_OUT_FILLER = ("k", "cool", "yep, continue", "all good so far", "fine by me", "go ahead")
+_HELD_OUT_WRAPS = (
+    "{c}",
+    "Before I forget - {c}",
+    "btw {c}",
+    "{c}\nKeep going with the tests after that.",
+    "Saw this in my terminal:\n```\n{log}\n```\nAlso: {c}",
+    "Reading your last message again. {c} Thanks!",
+)
+_HELD_OUT_CHATTER = (
+    "I'll open the module now.",
+    "Understood, proceeding.",
+    "Running the linter next.",
+    "Okay, let me try that.",
+    "That passed; on to the next item.",
+    "Let me check git status:",
+)
+_HELD_OUT_NOISE_LINES = (
+    "# IMPORTANT: do not modify {noise} by hand",
+    "Never commit {noise} credentials (from the .gitignore template).",
+    "You should always pin {noise} in requirements.txt.",
+    "Prefer {noise} over the legacy API; it is deprecated since 2.0.",
+    "Lines must be at most 80 characters ({noise}).",
+    "error: the user must not be root when running {noise}",
+    "The goal of {noise} is to keep the cache warm.",
+)
+
+
+_HELD_OUT_2_FILLER = ("mm", "right", "alright, next", "works for me", "👍", "carry on please")
+_HELD_OUT_2_WRAPS = (
+    "{c}",
+    "Oh, and {c}",
+    "FWIW: {c}",
+    "{c} (sorry, should have said so at the start)",
+    "Output on my side:\n```\n{log}\n```\nSeparately, {c}",
+    "Two things. First, the tests look fine. Second, {c}",
+)
+_HELD_OUT_2_CHATTER = (
+    "Opening the file.",
+    "Sure thing, doing that now.",
+    "Let me grep for usages.",
+    "On it.",
+    "Tests are green; continuing.",
+    "I'll take a look at the config.",
+)
+_HELD_OUT_2_NOISE_LINES = (
+    "DO NOT EDIT: this file is generated from {noise}.",
+    "Deprecated: never call {noise}() directly, use the factory.",
+    "Config must define {noise} before import.",
+    "Users should prefer {noise} to the old client.",
+    "TODO: only run {noise} on CI",
+    "fatal: you must specify {noise} when detached",
+    "The task of {noise} is to rotate the keys.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """What a session says around its canaries: filler, wraps, chatter, tool-output noise."""
+
+    filler: tuple[str, ...]
+    wraps: tuple[str, ...]
+    chatter: tuple[str, ...]
+    noise_lines: tuple[str, ...]
+
+
+DEV_SURROUNDINGS = Surroundings(_USER_FILLER, _WRAPS, _ASSISTANT_CHATTER, _NOISE_LINES)
+HELD_OUT_SURROUNDINGS = Surroundings(
+    _HELD_OUT_FILLER, _HELD_OUT_WRAPS, _HELD_OUT_CHATTER, _HELD_OUT_NOISE_LINES
+)
+HELD_OUT_2_SURROUNDINGS = Surroundings(
+    _HELD_OUT_2_FILLER, _HELD_OUT_2_WRAPS, _HELD_OUT_2_CHATTER, _HELD_OUT_2_NOISE_LINES
+)
+
+
+def _noise_token(rng: random.Random) -> str:
+    return "NOISE" + "".join(rng.choice(string.ascii_uppercase) for _ in range(5))
+
+
+def _code_listing(rng: random.Random, lines: int, noise: str, noise_lines: tuple[str, ...]) -> str:
+    body = []
+    for number in range(1, lines + 1):
+        word = rng.choice(_WORDS)
+        kind = rng.random()
+        if kind < 0.05:
+            body.append(f"{number}: " + rng.choice(noise_lines).format(noise=noise))
+        elif kind < 0.15:
+            body.append(f'{number}:     raise ValueError(f"bad {word}: {{value}}")')
+        elif kind < 0.3:
+            body.append(f"{number}: def {word}_{number}(items: list[str]) -> int:")
+        else:
+            body.append(f"{number}:     total += len({word})  # keeps the {word} count")
+    return "\n".join(body)
+
+
+def _log(rng: random.Random, lines: int, noise: str, noise_lines: tuple[str, ...]) -> str:
+    body = []
+    for number in range(lines):
+        word = rng.choice(_WORDS)
+        roll = rng.random()
+        if roll < 0.06:
+            body.append(rng.choice(noise_lines).format(noise=noise))
+        elif roll < 0.12:
+            body.append(f"tests/test_{word}.py::test_{word}_{number} PASSED")
+        else:
+            body.append(f"[{number:04d}] INFO {word} worker processed {rng.randint(1, 999)} rows")
+    return "\n".join(body)
+
+
+@dataclass(slots=True)
+class SessionBuilder:
+    """Builds one session's wire messages round by round, in one of three shapes."""
+
+    shape: str
+    rng: random.Random
+    surround: Surroundings = DEV_SURROUNDINGS
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    def user(self, text: str) -> None:
+        if self.shape == "text_action" and self.messages and self._last_was_action():
+            # A person speaks after the agent stopped to report, not after an action.
+            self.assistant_text("I have finished this step; tell me if you want anything else.")
+        self.messages.append({"role": "user", "content": text})
+
+    def assistant_text(self, text: str) -> None:
+        self.messages.append({"role": "assistant", "content": text})
+
+    def _last_was_action(self) -> bool:
+        return self.messages[-1].get("observation") is True
+
+    def tool_round(self) -> None:
+        """One action and its (long) output, with rule-like noise inside."""
+        rng = self.rng
+        noise = _noise_token(rng)
+        self.noise.append(noise)
+        word = rng.choice(_WORDS)
+        path = f"src/{word}/{rng.choice(_WORDS)}_{rng.randint(1, 99)}.py"
+        if rng.random() < 0.5:
+            name, args = "read_file", {"path": path}
+            output = _code_listing(rng, rng.randint(30, 120), noise, self.surround.noise_lines)
+        else:
+            name, args = "bash", {"command": f"pytest -q tests/test_{word}.py"}
+            output = _log(rng, rng.randint(30, 120), noise, self.surround.noise_lines)
+        chatter = rng.choice(self.surround.chatter)
+        self.calls += 1
+        call_id = f"call_{self.calls}"
+        if self.shape == "openai":
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": chatter,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                    ],
+                }
+            )
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif self.shape == "anthropic":
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": chatter},
+                        {"type": "tool_use", "id": call_id, "name": name, "input": args},
+                    ],
+                }
+            )
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}],
+                }
+            )
+        else:
+            command = args.get("command") or f"cat {args['path']}"
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": f"{chatter}\n\n<function=execute_bash>\n<parameter=command>"
+                    f"{command}</parameter>\n</function>",
+                }
+            )
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": f"EXECUTION RESULT of [execute_bash]:\n{output}\n"
+                    "[The command completed with exit code 0.]",
+                    "observation": True,
+                }
+            )
+
+    def wire(self) -> list[dict[str, Any]]:
+        """The messages as sent: the private `observation` mark removed."""
+        return [{k: v for k, v in m.items() if k != "observation"} for m in self.messages]
+
+
+@dataclass(frozen=True, slots=True)
+class Planting:
+    canary: Canary
+    # Message index of the canary and of its update (None: never updated).
+    at: int
+    update_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    shape: str
+    # Messages present at the end of each round (cumulative: round r has rounds 1..r).
+    rounds: tuple[list[dict[str, Any]], ...]
+    plantings: tuple[Planting, ...]
+    noise: tuple[str, ...]
+
+
+def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = ROUNDS) -> Session:
+    """A session of `rounds_total` rounds with every canary planted (and some updated) in
+    the first five; later rounds are work and filler only."""
+    offset = SETS[canary_set][3]
+    rng = random.Random(seed * 104729 + 17 * offset + len(shape))
+    canaries = make_canaries(seed, canary_set)
+    surround = {"held-out": HELD_OUT_SURROUNDINGS, "held-out-2": HELD_OUT_2_SURROUNDINGS}.get(
+        canary_set, DEV_SURROUNDINGS
+    )
+    goals = [c for c in canaries if c.kind == "goal"]
+    others = [c for c in canaries if c.kind != "goal"]
+    rng.shuffle(others)
+    builder = SessionBuilder(shape, rng, surround)
+    # Where each canary goes: goal 1 opens round 1, the others spread over rounds 1-3,
+    # later goals (task changes) in rounds 2-4, updates one or two rounds after.
+    schedule: dict[int, list[tuple[str, Canary]]] = {r: [] for r in range(1, rounds_total + 1)}
+    for index, canary in enumerate(others):
+        schedule[1 + index % 3].append(("plant", canary))
+    for index, canary in enumerate(goals[1:]):
+        schedule[2 + index % 3].append(("plant", canary))
+    for canary in canaries:
+        if canary.update is not None:
+            planted_round = next(
+                (r for r, items in schedule.items() if ("plant", canary) in items), 1
+            )
+            schedule[min(ROUNDS, planted_round + rng.randint(1, 2))].append(("update", canary))
+    at: dict[int, int] = {}
+    update_at: dict[int, int] = {}
+    rounds: list[list[dict[str, Any]]] = []
+    builder.user(
+        rng.choice(("", "Hi! ", "Morning. ")) + goals[0].text + " Start by reading the code."
+    )
+    at[id(goals[0])] = 0
+    for number in range(1, rounds_total + 1):
+        items = schedule[number]
+        rng.shuffle(items)
+        work_units = 10
+        slots = sorted(rng.sample(range(work_units), min(len(items), work_units)))
+        queue = list(items)
+        for unit in range(work_units):
+            for _ in range(rng.randint(1, 3)):
+                builder.tool_round()
+            while queue and slots and slots[0] == unit:
+                slots.pop(0)
+                action, canary = queue.pop(0)
+                text = canary.text if action == "plant" else canary.update.text  # type: ignore[union-attr]
+                wrap = rng.choice(surround.wraps)
+                log = ""
+                if "{log}" in wrap:
+                    builder.noise.append(_noise_token(rng))
+                    log = _log(rng, rng.randint(4, 12), builder.noise[-1], surround.noise_lines)
+                builder.user(wrap.format(c=text, log=log))
+                (at if action == "plant" else update_at)[id(canary)] = len(builder.messages) - 1
+                builder.assistant_text(rng.choice(surround.chatter))
+            if rng.random() < 0.3:
+                builder.user(rng.choice(surround.filler))
+                builder.assistant_text(rng.choice(surround.chatter))
+        for _action, canary in queue:
+            raise AssertionError(f"unscheduled canary {canary.text}")
+        rounds.append(builder.wire())
+    plantings = tuple(Planting(c, at[id(c)], update_at.get(id(c))) for c in canaries)
+    return Session(shape, tuple(rounds), plantings, tuple(builder.noise))
