@@ -227,12 +227,12 @@ class Settings(BaseSettings):
     """Time an upstream answer may take."""
     upstream_connect_timeout_seconds: float = Field(default=10.0, gt=0)
     """Time connecting to an upstream may take."""
-    prepare_ahead_ratio: Annotated[float, Field(gt=0, le=1)] | Literal["off"] = "off"
-    """The soft threshold (SPEC §16), a share of the threshold (0.8 is SPEC's value):
-    past it, the proxy's stateless requests have the summary their next compaction needs
-    prepared in the background, so the turn that crosses the threshold waits for no
-    summarizer. `off` (for now the default): every compaction summarizes inline. With it
-    on, a model's `prepare_ahead_ratio` overrides it."""
+    prepare_ahead_ratio: Annotated[float, Field(gt=0, le=1)] | Literal["off"] = 0.8
+    """The soft threshold (SPEC §16), a share of the threshold: past it, the proxy's
+    stateless requests have the summary their next compaction needs prepared in the
+    background, so the turn that crosses the threshold waits for no summarizer. `off`:
+    every compaction summarizes inline. With it on, a model's `prepare_ahead_ratio`
+    overrides it."""
     prepare_ahead_wait_seconds: float = Field(default=60.0, ge=0)
     """Over the threshold with the prepared summary not ready and the request too large
     for the model's window: how long the turn waits for it before compacting inline."""

@@ -63,7 +63,9 @@ def proxy(tmp_path: Path, upstream: FakeUpstream) -> Iterator[str]:
         '{"models": {"small-window": {"provider": "openai", "context_window": 64000,'
         ' "max_output_tokens": 8192, "encoding": "o200k_base"}}}'
     )
-    with live_service(proxy_settings(tmp_path, upstream, models_file=models)) as url:
+    with live_service(
+        proxy_settings(tmp_path, upstream, models_file=models, prepare_ahead_ratio="off")
+    ) as url:
         yield url
 
 

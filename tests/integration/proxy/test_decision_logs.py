@@ -45,7 +45,7 @@ def events(caplog: pytest.LogCaptureFixture, event: str) -> list[dict[str, Any]]
 def test_a_proxy_compaction_and_its_cache_hit_are_one_line_each(
     tmp_path: Path, upstream: FakeUpstream, lines: pytest.LogCaptureFixture
 ) -> None:
-    with live_service(proxy_settings(tmp_path, upstream)) as url:
+    with live_service(proxy_settings(tmp_path, upstream, prepare_ahead_ratio="off")) as url:
         client = openai_client(url)
         history = turns(40)
         first = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)
@@ -79,7 +79,7 @@ def test_a_proxy_compaction_and_its_cache_hit_are_one_line_each(
 def test_a_session_compaction_names_the_session(
     tmp_path: Path, upstream: FakeUpstream, lines: pytest.LogCaptureFixture
 ) -> None:
-    with live_service(proxy_settings(tmp_path, upstream)) as url:
+    with live_service(proxy_settings(tmp_path, upstream, prepare_ahead_ratio="off")) as url:
         sid = httpx.post(f"{url}/sessions", json={"model": MODEL}).json()["id"]
         added = httpx.post(f"{url}/sessions/{sid}/messages", json={"messages": turns(40)})
         added.raise_for_status()
@@ -95,7 +95,7 @@ def test_an_overflow_retry_is_one_line(
     tmp_path: Path, upstream: FakeUpstream, lines: pytest.LogCaptureFixture
 ) -> None:
     upstream.script(context_too_long_openai())
-    with live_service(proxy_settings(tmp_path, upstream)) as url:
+    with live_service(proxy_settings(tmp_path, upstream, prepare_ahead_ratio="off")) as url:
         raw = openai_client(url).chat.completions.with_raw_response.create(
             model=MODEL,
             messages=turns(12, words=60),  # under the threshold: sent as it is
@@ -117,7 +117,7 @@ def test_an_overflow_retry_is_one_line(
 def test_proxy_answers_say_whether_the_model_was_known(
     tmp_path: Path, upstream: FakeUpstream, lines: pytest.LogCaptureFixture
 ) -> None:
-    with live_service(proxy_settings(tmp_path, upstream)) as url:
+    with live_service(proxy_settings(tmp_path, upstream, prepare_ahead_ratio="off")) as url:
         client = openai_client(url)
         known = client.chat.completions.with_raw_response.create(
             model=MODEL, messages=[{"role": "user", "content": "hi"}]

@@ -55,6 +55,7 @@ def gemini_proxy(tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake)
     settings = proxy_settings(
         tmp_path,
         upstream,
+        prepare_ahead_ratio="off",  # the summary is made on the crossing turn
         summarizer="openai",
         summarizer_base_url=f"{summarizer.base_url}/v1",
         summarizer_model="gpt-4o-mini",

@@ -35,6 +35,7 @@ def compacting_proxy(
     settings = proxy_settings(
         tmp_path,
         upstream,
+        prepare_ahead_ratio="off",  # the summary is made on the crossing turn
         api_keys=KEYS,
         summarizer="openai",
         summarizer_base_url=f"{summarizer.base_url}/v1",
