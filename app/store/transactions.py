@@ -14,9 +14,11 @@ from app.store.errors import first_line, store_error
 from app.store.repositories import (
     CompactionRepository,
     IdempotencyRepository,
+    SessionChangeRepository,
     SessionRepository,
     TranscriptRepository,
 )
+from app.store.search import SearchRepository
 from app.store.ui_logins import UiLoginRepository
 
 
@@ -29,6 +31,8 @@ class StoreTransaction:
     compactions: CompactionRepository
     idempotency: IdempotencyRepository
     ui_logins: UiLoginRepository
+    search: SearchRepository
+    changes: SessionChangeRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -38,6 +42,8 @@ class StoreTransaction:
             CompactionRepository(db),
             IdempotencyRepository(db),
             UiLoginRepository(db),
+            SearchRepository(db),
+            SessionChangeRepository(db),
         )
 
 
