@@ -23,6 +23,7 @@ from app.api.routes import (
     metrics,
     native,
     proxy,
+    recall,
     sessions,
     system_prompt,
 )
@@ -81,6 +82,7 @@ def create_app(
     authenticated = [Depends(current_tenant)]
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
+    app.include_router(recall.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
     app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])

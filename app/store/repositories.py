@@ -191,7 +191,9 @@ class TranscriptRepository:
         )
         self.db.flush()
 
-    def stored(self, session_id: str, after_seq: int, before_seq: int, limit: int) -> list[StoredEntry]:
+    def stored(
+        self, session_id: str, after_seq: int, before_seq: int, limit: int
+    ) -> list[StoredEntry]:
         """Up to `limit` entries with `after_seq < seq < before_seq`, in order, with
         everything stored about them (a page of an export or a fork)."""
         entry = TranscriptEntryRow

@@ -10,6 +10,7 @@ the database: what the database is given always parses.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,15 +121,23 @@ def _sqlite_search(
     }
     rows = db.execute(sql, params).all()
     # bm25 is lower-is-better (negative); the API's score is higher-is-better.
-    return [SearchRow(int(seq), _json(message), snip or "", -float(score)) for seq, message, snip, score in rows]
+    return [
+        SearchRow(int(seq), _json(message), snip or "", -float(score))
+        for seq, message, snip, score in rows
+    ]
 
 
 # --- PostgreSQL -------------------------------------------------------------------
 
 
 def pg_vector_sql(column: str = "search_text") -> str:
-    """The indexed expression; a query must use it verbatim for the index to apply."""
-    return f"to_tsvector('{PG_CONFIG}'::regconfig, coalesce({column}, ''))"
+    """The indexed expression; a query must use it verbatim for the index to apply.
+
+    Punctuation becomes spaces first: PostgreSQL's parser would otherwise keep
+    `deploy/staging.toml` or `a.b@c.d` as one token that no word of a query matches,
+    where FTS5 (and a person) sees the words."""
+    cleaned = f"regexp_replace(coalesce({column}, ''), '[^\\w\\s]+', ' ', 'g')"
+    return f"to_tsvector('{PG_CONFIG}'::regconfig, {cleaned})"
 
 
 def pg_create_statement() -> str:
@@ -142,9 +151,7 @@ def pg_drop_statement() -> str:
 def _pg_term(term: SearchTerm, name: str, params: dict[str, Any]) -> str:
     if term.prefix:
         # Words are \w+ only (parse_query), so `word:*` is valid tsquery syntax.
-        params[name] = " <-> ".join(
-            [*term.words[:-1], f"{term.words[-1]}:*"]
-        )
+        params[name] = " <-> ".join([*term.words[:-1], f"{term.words[-1]}:*"])
         return f"to_tsquery('{PG_CONFIG}'::regconfig, :{name})"
     params[name] = " ".join(term.words)
     return f"phraseto_tsquery('{PG_CONFIG}'::regconfig, :{name})"
@@ -171,33 +178,32 @@ def _pg_search(
     params: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_seq": max_seq}
     tsquery = pg_tsquery(query, params)
     below = "AND e.seq < :max_seq" if max_seq is not None else ""
-    options = (
+    params["options"] = (
         f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_END}, MaxWords={SNIPPET_WORDS}, "
-        "MinWords=8, MaxFragments=2, FragmentDelimiter=\" … \""
+        'MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
     )
-    params["options"] = options
+    vector = pg_vector_sql("e.search_text")
+    headline = f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(search_text, ''), query, :options)"
+    # The headline is made for the hits only (it re-reads their text: costly per row).
     sql = text(
-        f"WITH q AS (SELECT {tsquery} AS query), "
-        "hits AS ("
-        f"  SELECT e.seq, e.message, e.search_text, ts_rank_cd({pg_vector_sql('e.search_text')}, q.query) AS score, q.query "
-        "  FROM transcript_entries AS e, q "
-        f"  WHERE e.session_id = :session_id AND {pg_vector_sql('e.search_text')} @@ q.query {below} "
-        "  ORDER BY score DESC, e.seq DESC LIMIT :limit) "
-        f"SELECT seq, message, ts_headline('{PG_CONFIG}'::regconfig, coalesce(search_text, ''), query, :options), score "
-        "FROM hits ORDER BY score DESC, seq DESC"
+        f"WITH q AS (SELECT {tsquery} AS query), hits AS ("
+        f"SELECT e.seq, e.message, e.search_text, ts_rank_cd({vector}, q.query) AS score, "
+        "q.query FROM transcript_entries AS e, q "
+        f"WHERE e.session_id = :session_id AND {vector} @@ q.query {below} "
+        "ORDER BY score DESC, e.seq DESC LIMIT :limit) "
+        f"SELECT seq, message, {headline}, score FROM hits ORDER BY score DESC, seq DESC"
     )
     rows = db.execute(sql, params).all()
-    return [SearchRow(int(seq), _json(message), snip or "", float(score)) for seq, message, snip, score in rows]
+    return [
+        SearchRow(int(seq), _json(message), snip or "", float(score))
+        for seq, message, snip, score in rows
+    ]
 
 
 def _json(value: Any) -> Any:
     """The message column read by raw SQL: PostgreSQL's driver decodes JSON already,
     SQLite hands back the text."""
-    if isinstance(value, str):
-        import json
-
-        return json.loads(value)
-    return value
+    return json.loads(value) if isinstance(value, str) else value
 
 
 class SearchRepository:

@@ -30,7 +30,7 @@ from app.services.sessions.context import (
     compacted_context,
 )
 from app.services.sessions.errors import CompactionConflictError
-from app.services.sessions.records import new_compaction
+from app.services.sessions.records import new_compaction, preview_record
 from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
@@ -56,6 +56,8 @@ class CompactResult:
     # Automatic compaction could not bring the context under the threshold.
     ineffective: bool = False
     warning: str | None = None
+    # The transcript entries (first, last seq) this compaction folded into its summary.
+    folded: tuple[int, int] | None = None
 
 
 class SessionCompactor:
@@ -104,11 +106,14 @@ class SessionCompactor:
         session_id: str,
         caller_gone: CallerGone = lambda: False,
         prompt: ForwardedPrompt | None = None,
+        *,
+        dry_run: bool = False,
     ) -> CompactResult:
         """The before-turn hook: estimate; compact when over the threshold; the context.
 
         When compaction cannot bring the context under the threshold, the answer says so
         and automatic compaction pauses until new entries arrive (no call on every turn).
+        With `dry_run`, the answer is what would happen, and nothing is written.
         """
         view = await _in_thread(self.context, tenant, session_id, prompt)
         session = view.context.session
@@ -130,10 +135,19 @@ class SessionCompactor:
             )
         try:
             result = await self._compact(
-                view.context, "auto", None, None, caller_gone, force=False, counted=view.counted
+                view.context,
+                "auto",
+                None,
+                None,
+                caller_gone,
+                force=False,
+                counted=view.counted,
+                dry_run=dry_run,
             )
         except IneffectiveCompactionError as exc:
             result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
+        if dry_run:
+            return result
         if result.view.counted.should_compact:
             stall = stall_of(result.view.context, result.view.counted, entry_count)
             await _in_thread(self._set_stall, session, stall)
@@ -157,11 +171,21 @@ class SessionCompactor:
         caller_gone: CallerGone = lambda: False,
         strategy: StrategyName | None = None,
         prompt: ForwardedPrompt | None = None,
+        *,
+        dry_run: bool = False,
     ) -> CompactResult:
-        """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
+        """A manual or overflow compaction, regardless of the threshold; 409 if nothing.
+        With `dry_run`, what it would record, writing nothing."""
         context = await _in_thread(self.load_context, tenant, session_id, prompt)
         result = await self._compact(
-            context, trigger, instructions, thinking, caller_gone, force=True, strategy=strategy
+            context,
+            trigger,
+            instructions,
+            thinking,
+            caller_gone,
+            force=True,
+            strategy=strategy,
+            dry_run=dry_run,
         )
         if not result.compacted:
             raise NothingToCompactError(result.reason or "nothing to compact")
@@ -178,9 +202,11 @@ class SessionCompactor:
         force: bool,
         strategy: StrategyName | None = None,
         counted: CountedHistory | None = None,
+        dry_run: bool = False,
     ) -> CompactResult:
-        """Compacts `context` (already counted as `counted` when given) and records it;
-        the new context is built from the outcome, not read and counted again."""
+        """Compacts `context` (already counted as `counted` when given) and records it
+        (with `dry_run`, only shows the record); the new context is built from the
+        outcome, not read and counted again."""
         session = context.session
         settings = session.settings
         options = CompactOptions(
@@ -198,9 +224,18 @@ class SessionCompactor:
             view = ContextView(context, outcome.counted)
             return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
         new = new_compaction(context, outcome, trigger, instructions)
-        record = await _in_thread(self._record, context.session, new)
+        if dry_run:
+            record = preview_record(new)
+        else:
+            record = await _in_thread(self._record, context.session, new)
         view = _compacted_view(context, outcome, record)
-        return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
+        return CompactResult(
+            compacted=True,
+            record=record,
+            view=view,
+            outcome=outcome,
+            folded=_folded(context, record),
+        )
 
     def _record(self, session: SessionView, new: NewCompaction) -> CompactionRecord:
         try:
@@ -212,6 +247,13 @@ class SessionCompactor:
                 "another compaction of this session finished first from the same history; "
                 "fetch the context again and retry if still needed"
             ) from exc
+
+
+def _folded(context: SessionContext, record: CompactionRecord) -> tuple[int, int] | None:
+    """The entries `record` folds: from where the context's kept entries started."""
+    latest, prefix = context.latest, context.session.system_prefix_count
+    start = max(latest.first_kept_seq, prefix) if latest is not None else prefix
+    return (start, record.first_kept_seq - 1) if record.first_kept_seq > start else None
 
 
 def _compacted_view(
