@@ -258,6 +258,7 @@ _EXAMPLES: Mapping[str, str] = {
     "state_key": "\"(python -c 'import secrets; print(secrets.token_urlsafe(32))')\"",
     "upstream_openai_url": '"https://api.openai.com/v1"',
     "upstream_anthropic_url": '"https://api.anthropic.com"',
+    "upstream_gemini_url": '"https://generativelanguage.googleapis.com"',
     "upstream_models_api_key": '"sk-litellm-..."',
     "summary_patterns": '["^Summary of the earlier conversation:"]',
     "allowed_hosts": '"compactor.internal,*.svc.cluster.local"',

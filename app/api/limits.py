@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
@@ -179,36 +180,35 @@ class BodySizeLimit:
     async def _reject(
         self, scope: Scope, receive: Receive, send: Send, *, close: bool = False
     ) -> None:
-        response = problem_response(
-            413,
-            "Payload too large",
+        detail = (
             f"the request body is larger than {self.max_bytes} bytes; send a shorter history "
-            "or raise COMPACTOR_MAX_BODY_BYTES",
-            "payload-too-large",
+            "or raise COMPACTOR_MAX_BODY_BYTES"
         )
-        if close:  # the rest of the body is still on its way: end the connection
-            response.headers["connection"] = "close"
+        # With `close`, the rest of the body is still on its way: end the connection.
+        response = _refusal(413, "Payload too large", detail, "payload-too-large", close)
         await response(scope, receive, send)
 
     async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            408,
-            "Request timeout",
+        detail = (
             f"the request body did not arrive within {self.timeout_seconds:g} s "
-            "(COMPACTOR_BODY_TIMEOUT_SECONDS); send it faster or in a smaller request",
-            "request-timeout",
+            "(COMPACTOR_BODY_TIMEOUT_SECONDS); send it faster or in a smaller request"
         )
-        response.headers["connection"] = "close"
-        await response(scope, receive, send)
+        await _refusal(408, "Request timeout", detail, "request-timeout")(scope, receive, send)
 
     async def _busy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            503,
-            "Too many uploads at once",
+        detail = (
             "the request bodies being received already hold "
-            f"{self.pending.max_bytes} bytes (COMPACTOR_MAX_PENDING_BODY_BYTES); retry shortly",
-            "uploads-busy",
+            f"{self.pending.max_bytes} bytes (COMPACTOR_MAX_PENDING_BODY_BYTES); retry shortly"
         )
+        response = _refusal(503, "Too many uploads at once", detail, "uploads-busy")
         response.headers["retry-after"] = "1"
-        response.headers["connection"] = "close"
         await response(scope, receive, send)
+
+
+def _refusal(status: int, title: str, detail: str, kind: str, close: bool = True) -> Response:
+    """A body refused before it was read whole: the connection ends with the answer
+    unless the caller says the body is done."""
+    response = problem_response(status, title, detail, kind)
+    if close:
+        response.headers["connection"] = "close"
+    return response

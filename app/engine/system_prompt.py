@@ -60,6 +60,8 @@ class SkillEntry:
 
 @dataclass(frozen=True, slots=True)
 class SubagentEntry:
+    """A subagent offered by name, with what it is for."""
+
     name: str
     description: str
 

@@ -3,17 +3,91 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.engine.counting.images import image_size_from_base64
 from app.engine.errors import InvalidHistoryError
-from app.engine.messages import Block, BlockKind, ImageInfo, Message
+from app.engine.messages import Block, BlockKind, ImageInfo, Message, Role
 from app.engine.tools import ToolChoice, ToolChoiceKind, ToolDefinition, ToolSet
 
 
 def fail(where: str, problem: str) -> InvalidHistoryError:
     return InvalidHistoryError(f"{where}: {problem}", where=where)
+
+
+def known_role(role_name: Any, roles: Mapping[str, Role], where: str, unknown: str) -> Role:
+    """The role `role_name` names; InvalidHistoryError at `where.role` with the
+    `unknown` advice (formatted with the name) when it names none."""
+    role = roles.get(role_name) if isinstance(role_name, str) else None
+    if role is None:
+        raise fail(f"{where}.role", unknown.format(role_name=role_name))
+    return role
+
+
+def text_or_parts(
+    content: Any, at: str, parts: Callable[[list[Any]], tuple[Block, ...]], what: str
+) -> tuple[Block, ...]:
+    """A message content that is a string (one text block, none when empty) or an array
+    read by `parts`; InvalidHistoryError at `at` naming the array's `what` otherwise."""
+    if isinstance(content, str):
+        return (Block(kind=BlockKind.TEXT, text=content),) if content else ()
+    if isinstance(content, list):
+        return parts(content)
+    raise fail(at, f"must be a string or an array of {what}, got {type_name(content)}")
+
+
+def tool_result_content(
+    content: Any, parts: Callable[[list[Any]], Iterable[Block]], textual: frozenset[BlockKind]
+) -> tuple[str, list[Block]] | None:
+    """A tool result's text and the blocks that travel beside it (images, files): from
+    no content, a string, or an array read by `parts` (its `textual` blocks joined).
+    None for any other shape: each format says what that means."""
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, list):
+        return None
+    texts: list[str] = []
+    extras: list[Block] = []
+    for block in parts(content):
+        if block.kind in textual:
+            texts.append(block.text)
+        else:
+            extras.append(block)
+    return "\n".join(texts), extras
+
+
+def system_as_text(system: Any, array_text: Callable[[list[Any]], str], what: str) -> str:
+    """A top-level system prompt as text: none, a string, or an array read by
+    `array_text`; InvalidHistoryError naming the array's `what` for any other shape."""
+    if system is None:
+        return ""
+    if isinstance(system, str):
+        return system
+    if not isinstance(system, list):
+        raise fail("system", f"must be a string or an array of {what}, got {type_name(system)}")
+    return array_text(system)
+
+
+def top_system(text: str, raw: Any) -> tuple[Message, ...]:
+    """The top-level system prompt as the conversation's system message; none when it
+    has no text."""
+    if not text:
+        return ()
+    return (Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=raw),)
+
+
+def typed_object(value: Any, where: str, what: str) -> tuple[dict[str, Any], str]:
+    """A content block or part (`what`): an object and its string `type`;
+    InvalidHistoryError naming what is wrong otherwise."""
+    if not isinstance(value, dict):
+        raise fail(where, f"each {what} must be an object, got {type_name(value)}")
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        raise fail(f"{where}.type", f"each {what} needs a string type")
+    return value, kind
 
 
 def expect_str(value: Any, where: str, *, optional: bool = False) -> str:

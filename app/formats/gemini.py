@@ -23,7 +23,16 @@ from app.engine.clearing import ClearedToolUse
 from app.engine.counting.accounting import CountingDialect, ImageRule, ToolsRule
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
 from app.engine.tools import ToolDefinition, ToolSet
-from app.formats.common import compact_json, expect_str, fail, image_block, other_block, type_name
+from app.formats.common import (
+    compact_json,
+    expect_str,
+    fail,
+    image_block,
+    known_role,
+    other_block,
+    top_system,
+    type_name,
+)
 
 FORMAT = "gemini"
 _ROLES = {"user": Role.USER, "model": Role.ASSISTANT}
@@ -93,14 +102,11 @@ def parse_message(raw: Any, where: str, keys: Mapping[int, str] | None = None) -
     history was paired, else calls and responses are keyed by id, then name."""
     if not isinstance(raw, dict):
         raise fail(where, f"each content must be an object, got {type_name(raw)}")
-    role_name = raw.get("role", "user")
-    role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-    if role is None:
-        raise fail(
-            f"{where}.role",
-            f"unknown role {role_name!r} for format gemini; use user or model (the system "
-            "prompt goes in the top-level systemInstruction)",
-        )
+    unknown = (
+        "unknown role {role_name!r} for format gemini; use user or model (the system "
+        "prompt goes in the top-level systemInstruction)"
+    )
+    role = known_role(raw.get("role", "user"), _ROLES, where, unknown)
     parts = raw.get("parts")
     if not isinstance(parts, list):
         raise fail(f"{where}.parts", f"must be an array of parts, got {type_name(parts)}")
@@ -108,6 +114,14 @@ def parse_message(raw: Any, where: str, keys: Mapping[int, str] | None = None) -
         _part(part, f"{where}.parts[{j}]", (keys or {}).get(j)) for j, part in enumerate(parts)
     )
     return Message(role=role, blocks=blocks, raw=raw)
+
+
+def _named(part: dict[str, Any], field: str, where: str) -> tuple[dict[str, Any], str]:
+    """A `functionCall` or `functionResponse` object and the function name it carries."""
+    value = part[field]
+    if not isinstance(value, dict):
+        raise fail(f"{where}.{field}", "must be an object with a name")
+    return value, expect_str(value.get("name"), f"{where}.{field}.name")
 
 
 def _part(part: Any, where: str, key: str | None) -> Block:
@@ -118,10 +132,7 @@ def _part(part: Any, where: str, key: str | None) -> Block:
         kind = BlockKind.THINKING if part.get("thought") is True else BlockKind.TEXT
         return Block(kind=kind, text=text)
     if "functionCall" in part:
-        call = part["functionCall"]
-        if not isinstance(call, dict):
-            raise fail(f"{where}.functionCall", "must be an object with a name")
-        name = expect_str(call.get("name"), f"{where}.functionCall.name")
+        call, name = _named(part, "functionCall", where)
         return Block(
             kind=BlockKind.TOOL_CALL,
             tool_call_id=key or _given_id(call) or name,
@@ -129,10 +140,7 @@ def _part(part: Any, where: str, key: str | None) -> Block:
             arguments=compact_json(call.get("args", {})),
         )
     if "functionResponse" in part:
-        response = part["functionResponse"]
-        if not isinstance(response, dict):
-            raise fail(f"{where}.functionResponse", "must be an object with a name")
-        name = expect_str(response.get("name"), f"{where}.functionResponse.name")
+        response, name = _named(part, "functionResponse", where)
         return Block(
             kind=BlockKind.TOOL_RESULT,
             text=result_text(response.get("response")),
@@ -218,6 +226,21 @@ def system_text(system: Any) -> str:
     return "\n".join(texts)
 
 
+def first_system_text(raws: Sequence[Any], system: Any) -> str | None:
+    """The request's first system text (`systemInstruction`), None when it has none."""
+    return system_text(system) or None
+
+
+def leading_system_count(raws: Sequence[Any]) -> int:
+    """Always 0: the system prompt is `systemInstruction`, never a message."""
+    return 0
+
+
+def parse_tools(tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+    """The request's tool definitions (`functionDeclarations`)."""
+    return gemini_tools(tools)
+
+
 def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()) -> Conversation:
     """A whole request: systemInstruction, contents (calls paired) and tools."""
     keys = pair_keys(messages)
@@ -227,12 +250,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet(
     parsed = tuple(
         parse_message(raw, f"contents[{i}]", by_message.get(i)) for i, raw in enumerate(messages)
     )
-    text = system_text(system)
-    top = (
-        (Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),)
-        if text
-        else ()
-    )
+    top = top_system(system_text(system), system)
     return Conversation(format=FORMAT, system=top, messages=parsed, tools=tools)
 
 
@@ -305,41 +323,6 @@ DIALECT = CountingDialect(
 )
 
 
-class GeminiFormat:
-    """Gemini API `contents` with a top-level `systemInstruction`."""
-
-    name = FORMAT
-    dialect = DIALECT
-    top_level_system_is_evidence = False
-
-    def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
-    ) -> Conversation:
-        return parse(messages, system, tools)
-
-    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
-        return gemini_tools(tools)
-
-    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
-        return system_text(system) or None
-
-    def parse_message(self, raw: Any, where: str) -> Message:
-        return parse_message(raw, where)
-
-    def proves(self, raw: Any) -> bool:
-        return proves(raw)
-
-    def leading_system_count(self, raws: Sequence[Any]) -> int:
-        return 0  # the system prompt is `systemInstruction`, never a content
-
-    def system_text(self, system: Any) -> str:
-        return system_text(system)
-
-    def summary_message(self, text: str) -> dict[str, Any]:
-        return summary_message(text)
-
-    def apply_cleared(self, raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
-        return clear_contents(raws, cleared)
-
-
-GEMINI = GeminiFormat()
+# The module is the format (its WireFormat members; mypy checks them in the registry):
+name, dialect, top_level_system_is_evidence = FORMAT, DIALECT, False
+apply_cleared = clear_contents

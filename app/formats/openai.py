@@ -5,13 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.engine.clearing import ClearedToolUse
-from app.engine.counting.accounting import (
-    REPLY_PRIMING,
-    CountingDialect,
-    ImageRule,
-    ToolsRule,
-)
+from app.engine.counting.accounting import REPLY_PRIMING, CountingDialect, ImageRule, ToolsRule
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
 from app.engine.tools import ToolSet
 from app.formats.clearing import clear_chat_messages
@@ -19,12 +13,15 @@ from app.formats.common import (
     compact_json,
     expect_str,
     fail,
-    first_system_text,
     image_block,
     is_one_of,
+    known_role,
     openai_tool_set,
     other_block,
     type_name,
+)
+from app.formats.common import (
+    first_system_text as first_system_text_of,
 )
 
 FORMAT = "openai"
@@ -50,13 +47,9 @@ def parse_message(raw: Any, where: str) -> Message:
     """One Chat Completions message; raises InvalidHistoryError naming the bad field."""
     if not isinstance(raw, dict):
         raise fail(where, f"each message must be an object, got {type_name(raw)}")
+    unknown = "unknown role {role_name!r} for format openai; use one of " + ", ".join(_ROLES)
     role_name = raw.get("role")
-    role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-    if role is None:
-        raise fail(
-            f"{where}.role",
-            f"unknown role {role_name!r} for format openai; use one of {', '.join(_ROLES)}",
-        )
+    role = known_role(role_name, _ROLES, where, unknown)
     name = raw.get("name")
     if name is not None:
         expect_str(name, f"{where}.name")
@@ -211,6 +204,16 @@ def system_text(system: Any) -> str:
     return "\n".join(b.text for b in blocks if b.kind is BlockKind.TEXT)
 
 
+def first_system_text(raws: Sequence[Any], system: Any) -> str | None:
+    """The first system text (top-level or the first system message), None if none."""
+    return first_system_text_of(raws, system_text(system), parse_message)
+
+
+def parse_tools(tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+    """The request's tool definitions (legacy `functions` included) and tool choice."""
+    return openai_tool_set(tools, fields, ("functions",))
+
+
 def proves(raw: Any) -> bool:
     """Roles, fields and content parts only Chat Completions has."""
     if not isinstance(raw, dict):
@@ -240,42 +243,6 @@ DIALECT = CountingDialect(
 )
 
 
-class OpenAIChatFormat:
-    """OpenAI Chat Completions `messages` (leading system/developer messages are the
-    system prompt)."""
-
-    name = FORMAT
-    dialect = DIALECT
-    top_level_system_is_evidence = False
-
-    def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
-    ) -> Conversation:
-        return parse(messages, system, tools)
-
-    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
-        return openai_tool_set(tools, fields, ("functions",))
-
-    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
-        return first_system_text(raws, system_text(system), parse_message)
-
-    def parse_message(self, raw: Any, where: str) -> Message:
-        return parse_message(raw, where)
-
-    def proves(self, raw: Any) -> bool:
-        return proves(raw)
-
-    def leading_system_count(self, raws: Sequence[Any]) -> int:
-        return leading_system_count(raws)
-
-    def system_text(self, system: Any) -> str:
-        return system_text(system)
-
-    def summary_message(self, text: str) -> dict[str, Any]:
-        return summary_message(text)
-
-    def apply_cleared(self, raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
-        return clear_chat_messages(raws, cleared)
-
-
-OPENAI_CHAT = OpenAIChatFormat()
+# The module is the format (its WireFormat members; mypy checks them in the registry):
+name, dialect, top_level_system_is_evidence = FORMAT, DIALECT, False
+apply_cleared = clear_chat_messages

@@ -11,11 +11,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from app.engine.errors import InvalidHistoryError
-from app.formats.anthropic import ANTHROPIC_MESSAGES
-from app.formats.gemini import GEMINI
-from app.formats.openai import OPENAI_CHAT
+from app.formats import anthropic, gemini, openai, responses
 from app.formats.protocol import WireFormat
-from app.formats.responses import RESPONSES
+
+# Each format is its module (the module satisfies the WireFormat protocol: mypy checks
+# these four assignments).
+OPENAI_CHAT: WireFormat = openai
+ANTHROPIC_MESSAGES: WireFormat = anthropic
+RESPONSES: WireFormat = responses
+GEMINI: WireFormat = gemini
 
 
 class FormatRegistry:
@@ -86,3 +90,13 @@ FORMATS = FormatRegistry(
     # asked first: a Responses developer message would otherwise read as a Chat one.
     asked_first=(RESPONSES.name,),
 )
+
+
+def parses_all(wire: WireFormat, messages: Sequence[Any]) -> bool:
+    """True when every message is valid in `wire`."""
+    try:
+        for i, message in enumerate(messages):
+            wire.parse_message(message, f"messages[{i}]")
+    except InvalidHistoryError:
+        return False
+    return True

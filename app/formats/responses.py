@@ -16,28 +16,18 @@ The top-level `instructions` is the system prompt (sent as `system` to the servi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from app.engine.clearing import ClearedToolUse
-from app.engine.counting.accounting import (
-    REPLY_PRIMING,
-    CountingDialect,
-    ImageRule,
-    ToolsRule,
-)
 from app.engine.messages import Block, BlockKind, Conversation, Message, Role
 from app.engine.tools import ToolSet
+from app.formats import common
 from app.formats.common import (
-    compact_json,
-    expect_str,
-    fail,
-    first_system_text,
-    image_block,
-    is_one_of,
-    openai_tool_set,
-    type_name,
+    first_system_text as first_system_text_of,
 )
+from app.formats.openai import DIALECT as CHAT_DIALECT
 
 FORMAT = "responses"
 _ROLES = {
@@ -58,6 +48,8 @@ _ITEM_TYPES = frozenset(
     }
 )
 COMPACTION_ITEM = "compaction"
+# Parts of a tool output read as its text; the rest (images, files) travel beside it.
+_RESULT_TEXT_KINDS = frozenset({BlockKind.TEXT, BlockKind.OTHER})
 _PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _TEXT_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal", "text": "text"}
 
@@ -65,14 +57,14 @@ _TEXT_PARTS = {"input_text": "text", "output_text": "text", "refusal": "refusal"
 def parse_message(raw: Any, where: str) -> Message:
     """One `input` item; raises InvalidHistoryError naming the bad field."""
     if not isinstance(raw, dict):
-        raise fail(where, f"each input item must be an object, got {type_name(raw)}")
+        raise common.fail(where, f"each input item must be an object, got {common.type_name(raw)}")
     kind = raw.get("type")
     if kind is not None and not isinstance(kind, str):
-        raise fail(f"{where}.type", f"must be a string, got {type_name(kind)}")
+        raise common.fail(f"{where}.type", f"must be a string, got {common.type_name(kind)}")
     if kind in (None, "message") and "role" in raw:
         return _message_item(raw, where)
     if kind == "message":
-        raise fail(
+        raise common.fail(
             f"{where}.role", "a message item needs a role (system, developer, user, assistant)"
         )
     if kind == "reasoning":
@@ -84,51 +76,45 @@ def parse_message(raw: Any, where: str) -> Message:
         if kind.endswith("_call"):
             return _call_item(raw, kind, call_id, where)
     if kind in ("function_call", "function_call_output"):
-        raise fail(f"{where}.call_id", f"a {kind} item needs a non-empty string call_id")
+        raise common.fail(f"{where}.call_id", f"a {kind} item needs a non-empty string call_id")
     # Anything else is carried as-is and counted by its JSON text.
-    text = compact_json(raw)
+    text = common.compact_json(raw)
     role = Role.USER if kind in (None, "compaction", "item_reference") else Role.ASSISTANT
     return Message(role=role, blocks=(Block(kind=BlockKind.OTHER, text=text),), raw=raw)
 
 
 def _message_item(raw: dict[str, Any], where: str) -> Message:
-    role_name = raw.get("role")
-    role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-    if role is None:
-        raise fail(
-            f"{where}.role",
-            f"unknown role {role_name!r} for format responses; use one of {', '.join(_ROLES)} "
-            "(tool results are function_call_output items)",
-        )
-    content = raw.get("content")
+    unknown = (
+        "unknown role {role_name!r} for format responses; use one of "
+        + ", ".join(_ROLES)
+        + " (tool results are function_call_output items)"
+    )
+    role = common.known_role(raw.get("role"), _ROLES, where, unknown)
     at = f"{where}.content"
-    if isinstance(content, str):
-        blocks: tuple[Block, ...] = (Block(kind=BlockKind.TEXT, text=content),) if content else ()
-    elif isinstance(content, list):
-        blocks = tuple(_part(part, f"{at}[{i}]") for i, part in enumerate(content))
-    else:
-        raise fail(at, f"must be a string or an array of content parts, got {type_name(content)}")
+
+    def parts(content: list[Any]) -> tuple[Block, ...]:
+        return tuple(_part(part, f"{at}[{i}]") for i, part in enumerate(content))
+
+    blocks = common.text_or_parts(raw.get("content"), at, parts, "content parts")
     return Message(role=role, blocks=blocks, raw=raw)
 
 
-def _part(part: Any, where: str) -> Block:
-    if not isinstance(part, dict):
-        raise fail(where, f"each content part must be an object, got {type_name(part)}")
-    kind = part.get("type")
-    if not isinstance(kind, str):
-        raise fail(f"{where}.type", "each content part needs a string type")
+def _part(raw: Any, where: str) -> Block:
+    part, kind = common.typed_object(raw, where, "content part")
     field = _TEXT_PARTS.get(kind)
     if field is not None:
-        return Block(kind=BlockKind.TEXT, text=expect_str(part.get(field), f"{where}.{field}"))
+        return Block(
+            kind=BlockKind.TEXT, text=common.expect_str(part.get(field), f"{where}.{field}")
+        )
     if kind == "input_image":
         url = part.get("image_url")
         detail = part.get("detail") if isinstance(part.get("detail"), str) else None
         data = url if isinstance(url, str) and url.startswith("data:") else None
-        return image_block(data, detail)
+        return common.image_block(data, detail)
     if kind == "input_file":
         # A PDF or other file: no text to count here; charged like an image by default.
         return Block(kind=BlockKind.IMAGE)
-    return Block(kind=BlockKind.OTHER, text=compact_json(part))
+    return Block(kind=BlockKind.OTHER, text=common.compact_json(part))
 
 
 def _reasoning_item(raw: dict[str, Any], where: str) -> Message:
@@ -139,7 +125,7 @@ def _reasoning_item(raw: dict[str, Any], where: str) -> Message:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             elif part is not None:
-                raise fail(f"{where}.summary[{i}]", "each summary part needs a string text")
+                raise common.fail(f"{where}.summary[{i}]", "each summary part needs a string text")
     blocks: list[Block] = [Block(kind=BlockKind.THINKING, text="\n".join(texts))]
     encrypted = raw.get("encrypted_content")
     if isinstance(encrypted, str) and encrypted:
@@ -151,11 +137,11 @@ def _reasoning_item(raw: dict[str, Any], where: str) -> Message:
 def _call_item(raw: dict[str, Any], kind: str, call_id: str, where: str) -> Message:
     name = raw.get("name")
     if kind == "function_call":
-        name = expect_str(name, f"{where}.name")
+        name = common.expect_str(name, f"{where}.name")
     tool_name = name if isinstance(name, str) and name else kind.removesuffix("_call")
     arguments = raw.get("arguments", raw.get("input", raw.get("action", "")))
     if not isinstance(arguments, str):
-        arguments = compact_json(arguments)
+        arguments = common.compact_json(arguments)
     block = Block(
         kind=BlockKind.TOOL_CALL, tool_call_id=call_id, tool_name=tool_name, arguments=arguments
     )
@@ -164,22 +150,13 @@ def _call_item(raw: dict[str, Any], kind: str, call_id: str, where: str) -> Mess
 
 def _output_item(raw: dict[str, Any], kind: str, call_id: str, where: str) -> Message:
     output = raw.get("output")
-    extras: list[Block] = []
-    if output is None:
-        text = ""
-    elif isinstance(output, str):
-        text = output
-    elif isinstance(output, list):
-        texts = []
-        for i, part in enumerate(output):
-            block = _part(part, f"{where}.output[{i}]")
-            if block.kind in (BlockKind.TEXT, BlockKind.OTHER):
-                texts.append(block.text)
-            else:
-                extras.append(block)
-        text = "\n".join(texts)
-    else:
-        text = compact_json(output)  # e.g. a computer-use screenshot object
+
+    def parts(output: list[Any]) -> Iterable[Block]:
+        return (_part(part, f"{where}.output[{i}]") for i, part in enumerate(output))
+
+    read = common.tool_result_content(output, parts, _RESULT_TEXT_KINDS)
+    # Any other shape is kept as its JSON: e.g. a computer-use screenshot object.
+    text, extras = read if read is not None else (common.compact_json(output), [])
     result = Block(kind=BlockKind.TOOL_RESULT, text=text, tool_call_id=call_id)
     return Message(role=Role.TOOL, blocks=(result, *extras), raw=raw)
 
@@ -198,7 +175,8 @@ def proves(raw: Any) -> bool:
         return True
     content = raw.get("content")
     return isinstance(content, list) and any(
-        isinstance(part, dict) and is_one_of(part.get("type"), _PART_TYPES) for part in content
+        isinstance(part, dict) and common.is_one_of(part.get("type"), _PART_TYPES)
+        for part in content
     )
 
 
@@ -227,12 +205,20 @@ def leading_system_count(raws: Sequence[Any]) -> int:
 
 def system_text(system: Any) -> str:
     """`instructions` (a string) or text parts as text."""
-    if system is None:
-        return ""
-    if isinstance(system, str):
-        return system
-    if not isinstance(system, list):
-        raise fail("system", f"must be a string or an array of parts, got {type_name(system)}")
+    return common.system_as_text(system, _system_parts_text, "parts")
+
+
+def first_system_text(raws: Sequence[Any], system: Any) -> str | None:
+    """The first system text (`instructions` or the first system item), None if none."""
+    return first_system_text_of(raws, system_text(system), parse_message)
+
+
+def parse_tools(tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
+    """The request's tool definitions and tool choice."""
+    return common.openai_tool_set(tools, fields)
+
+
+def _system_parts_text(system: list[Any]) -> str:
     parts = [_part(part, f"system[{i}]") for i, part in enumerate(system)]
     return "\n".join(p.text for p in parts if p.kind is BlockKind.TEXT)
 
@@ -241,12 +227,7 @@ def parse(messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet(
     """A whole request: `instructions` as `system`, `input` items as messages, tools."""
     parsed = tuple(parse_message(raw, f"messages[{i}]") for i, raw in enumerate(messages))
     inline = leading_system_count(messages)
-    text = system_text(system)
-    top = (
-        (Message(role=Role.SYSTEM, blocks=(Block(kind=BlockKind.TEXT, text=text),), raw=system),)
-        if text
-        else ()
-    )
+    top = common.top_system(system_text(system), system)
     return Conversation(
         format=FORMAT, system=top, messages=parsed, tools=tools, inline_system_count=inline
     )
@@ -283,53 +264,11 @@ def _cleared_item(raw: dict[str, Any], by_id: Mapping[str, ClearedToolUse]) -> A
     return raw
 
 
-DIALECT = CountingDialect(
-    # Chat framing is the closest published rule; Responses framing is not published, so
-    # counts in this format are never reported exact.
-    name="responses",
-    tools=ToolsRule.TYPESCRIPT_NAMESPACE,
-    images=ImageRule.TILES,
-    reply_priming=REPLY_PRIMING,
-    frame_system_text=True,
-    exact_capable=False,
-)
+# Chat framing is the closest published rule; Responses framing is not published, so
+# counts in this format are never reported exact.
+DIALECT = replace(CHAT_DIALECT, name="responses", exact_capable=False)
 
 
-class ResponsesFormat:
-    """OpenAI Responses API `input` items with `instructions` as the system prompt."""
-
-    name = FORMAT
-    dialect = DIALECT
-    top_level_system_is_evidence = False
-
-    def parse(
-        self, messages: Sequence[Any], system: Any = None, tools: ToolSet = ToolSet()
-    ) -> Conversation:
-        return parse(messages, system, tools)
-
-    def parse_tools(self, tools: Sequence[Any], fields: Mapping[str, Any]) -> ToolSet:
-        return openai_tool_set(tools, fields)
-
-    def first_system_text(self, raws: Sequence[Any], system: Any) -> str | None:
-        return first_system_text(raws, system_text(system), parse_message)
-
-    def parse_message(self, raw: Any, where: str) -> Message:
-        return parse_message(raw, where)
-
-    def proves(self, raw: Any) -> bool:
-        return proves(raw)
-
-    def leading_system_count(self, raws: Sequence[Any]) -> int:
-        return leading_system_count(raws)
-
-    def system_text(self, system: Any) -> str:
-        return system_text(system)
-
-    def summary_message(self, text: str) -> dict[str, Any]:
-        return summary_message(text)
-
-    def apply_cleared(self, raws: Sequence[Any], cleared: Sequence[ClearedToolUse]) -> list[Any]:
-        return clear_items(raws, cleared)
-
-
-RESPONSES = ResponsesFormat()
+# The module is the format (its WireFormat members; mypy checks them in the registry):
+name, dialect, top_level_system_is_evidence = FORMAT, DIALECT, False
+apply_cleared = clear_items

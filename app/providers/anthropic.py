@@ -12,16 +12,16 @@ later calls. The usage reported comes back with its cache reads and writes.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-import httpx
 from pydantic import BaseModel
 
 from app.engine.errors import SummarizerRejectedError
-from app.engine.models import ModelInfo
-from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.ports import SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.http_summarizer import HttpSummarizer
 from app.providers.provider import Provider
 
 API_VERSION = "2023-06-01"
@@ -76,35 +76,14 @@ class MessagesAnswer(BaseModel):
     usage: _Usage | None = None
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(HttpSummarizer):
     """Summarizer over the Anthropic Messages API."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        model: str,
-        entry: ModelInfo,
-        provider: Provider,
-        timeout_seconds: float = 120.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        # Accept a base URL given with or without the version segment.
-        path = "messages" if provider.base_url.rstrip("/").endswith("/v1") else "v1/messages"
-        self._client = client
-        self._retry = retry or RetryPolicy()
-        self._info = registry_info(provider.name, model, entry)
-        self._endpoint = provider.endpoint(
-            path,
-            model=model,
-            timeout_seconds=timeout_seconds,
-            # The protocol's version, not the endpoint's: it belongs to the wire.
-            headers={"anthropic-version": API_VERSION},
-        )
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({"anthropic-version": API_VERSION})
 
-    @property
-    def info(self) -> SummarizerInfo:
-        return self._info
+    def path(self, provider: Provider) -> str:
+        # Accept a base URL given with or without the version segment.
+        return "messages" if provider.base_url.rstrip("/").endswith("/v1") else "v1/messages"
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The Messages API body of one attempt."""
@@ -134,9 +113,7 @@ class AnthropicSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One attempt; `stop_reason: max_tokens` comes back as `truncated`."""
-        answer = await post_json(
-            self._client, self._endpoint, self.payload(request), MessagesAnswer, self._retry
-        )
+        answer = await self._post(self.payload(request), MessagesAnswer)
         if answer.stop_reason == "refusal":
             raise self._endpoint.error(SummarizerRejectedError, "the model refused to summarize")
         texts: list[str] = []

@@ -11,6 +11,7 @@ are kept (an alias still tells which model a name stands for).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -64,6 +65,9 @@ class _LiteLLMModelInfo(_Lenient):
     data: list[_LiteLLMModel]
 
 
+_Shape = TypeVar("_Shape", bound=BaseModel)
+
+
 def _positive(*values: int | None) -> int | None:
     return next((v for v in values if v is not None and v > 0), None)
 
@@ -100,22 +104,25 @@ class _ModelListBase:
         except httpx.HTTPError as exc:
             raise ModelListError(f"unreachable ({type(exc).__name__})") from exc
 
+    async def _read(self, shape: type[_Shape], what: str) -> _Shape | None:
+        """The list read as `shape`; None when the upstream publishes none."""
+        body = await self._get()
+        if body is None:
+            return None
+        try:
+            return shape.model_validate_json(body)
+        except ValidationError as exc:
+            raise ModelListError(f"not {what} ({exc.error_count()} errors)") from None
+
 
 class OpenAIModelList(_ModelListBase):
     """`GET {base}/models`: OpenRouter's and vLLM's lists carry each model's window."""
 
     async def fetch(self) -> Sequence[PublishedModel]:
         """The listed models with the window each entry gives."""
-        try:
-            body = await self._get()
-            if body is None:
-                return []
-            listed = _ModelList.model_validate_json(body)
-        except ValidationError as exc:
-            problem = f"not an OpenAI-style model list ({exc.error_count()} errors)"
-            raise ModelListError(problem) from None
+        listed = await self._read(_ModelList, "an OpenAI-style model list")
         models = []
-        for entry in listed.data:
+        for entry in listed.data if listed is not None else ():
             top = entry.top_provider or _TopProvider()
             window = _positive(entry.context_length, entry.max_model_len, top.context_length)
             models.append(
@@ -133,16 +140,9 @@ class LiteLLMModelInfo(_ModelListBase):
 
     async def fetch(self) -> Sequence[PublishedModel]:
         """Every configured model name with its window and the model it stands for."""
-        try:
-            body = await self._get()
-            if body is None:
-                return []
-            listed = _LiteLLMModelInfo.model_validate_json(body)
-        except ValidationError as exc:
-            problem = f"not a LiteLLM /model/info answer ({exc.error_count()} errors)"
-            raise ModelListError(problem) from None
+        listed = await self._read(_LiteLLMModelInfo, "a LiteLLM /model/info answer")
         models = []
-        for entry in listed.data:
+        for entry in listed.data if listed is not None else ():
             info = entry.model_info or _LiteLLMInfo()
             params = entry.litellm_params or _LiteLLMParams()
             models.append(

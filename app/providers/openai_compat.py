@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field
 
 from app.engine.errors import SummarizerRejectedError
-from app.engine.models import ModelInfo
-from app.engine.ports import SummarizerInfo, SummaryRequest, SummaryResult, SummaryUsage
+from app.engine.ports import SummaryRequest, SummaryResult, SummaryUsage
 from app.engine.thinking import ThinkingLevel
-from app.providers.http import RetryPolicy, post_json, registry_info
+from app.providers.http_summarizer import HttpSummarizer
 from app.providers.provider import Provider
 
 # OpenAI's reasoning families refuse `max_tokens`; they take `max_completion_tokens`.
@@ -66,31 +64,12 @@ def budget_field(model: str) -> str:
     return "max_completion_tokens" if _REASONING_FAMILY.match(name) else "max_tokens"
 
 
-class OpenAICompatibleSummarizer:
+class OpenAICompatibleSummarizer(HttpSummarizer):
     """Summarizer over any server that speaks OpenAI Chat Completions; where it is and
     how it authenticates is the `provider`'s business."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        model: str,
-        entry: ModelInfo,
-        provider: Provider,
-        timeout_seconds: float = 120.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self._client = client
-        self._retry = retry or RetryPolicy()
-        self._info = registry_info(provider.name, model, entry)
-        self._sends_cache_key = provider.prompt_cache_key
-        self._endpoint = provider.endpoint(
-            "chat/completions", model=model, timeout_seconds=timeout_seconds
-        )
-
-    @property
-    def info(self) -> SummarizerInfo:
-        return self._info
+    def path(self, provider: Provider) -> str:
+        return "chat/completions"
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The Chat Completions body of one attempt."""
@@ -103,7 +82,7 @@ class OpenAICompatibleSummarizer:
             budget_field(self._info.model): request.max_output_tokens,
             "stream": False,
         }
-        if self._sends_cache_key and request.cache_key:
+        if self._provider.prompt_cache_key and request.cache_key:
             body["prompt_cache_key"] = request.cache_key
         if request.thinking is not ThinkingLevel.OFF:
             body["reasoning_effort"] = request.thinking.value
@@ -111,9 +90,7 @@ class OpenAICompatibleSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One attempt; `finish_reason: length` comes back as `truncated`."""
-        answer = await post_json(
-            self._client, self._endpoint, self.payload(request), ChatCompletion, self._retry
-        )
+        answer = await self._post(self.payload(request), ChatCompletion)
         choice = answer.choices[0]
         text = choice.message.content or ""
         if choice.finish_reason == "content_filter":

@@ -5,8 +5,8 @@ model's work)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -74,11 +74,8 @@ class UpstreamAnswer:
     async def read(self) -> bytes:
         """The whole (decoded) body; closes the connection."""
         try:
-            return await self._response.aread()
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+            with _reading_errors():
+                return await self._response.aread()
         finally:
             await self._response.aclose()
 
@@ -86,17 +83,25 @@ class UpstreamAnswer:
         """The (decoded) body as the upstream sends it; closes the connection at the end
         or when the reader stops early."""
         try:
-            async for chunk in self._response.aiter_bytes():
-                yield chunk
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
+            with _reading_errors():
+                async for chunk in self._response.aiter_bytes():
+                    yield chunk
         finally:
             await self._response.aclose()
 
     async def close(self) -> None:
         await self._response.aclose()
+
+
+@contextmanager
+def _reading_errors() -> Iterator[None]:
+    """A failure while an answer is read, as the engine's upstream errors."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise UpstreamTimeoutError(f"the upstream stopped answering: {exc}") from exc
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailableError(f"the upstream answer broke off: {exc}") from exc
 
 
 class UpstreamClient:

@@ -127,7 +127,12 @@ class CompactionService:
     ) -> CompactionOutcome:
         provider = self.summarizer.info.provider
         try:
-            outcome = await self._compact(history, options, caller_gone, counted)
+            # Planning and clearing read the normalized messages; a caller's counts stay,
+            # with the settings of `history` (a caller may have changed keep-recent).
+            counted = await _off_loop(self.estimation.parsed, history, counted)
+            name = strategy_for(options.strategy, counted)
+            job = CompactionJob(history, counted, replace(options, strategy=name), caller_gone)
+            outcome = await STRATEGIES.get(name).compact(self, job)
         except SummarizerError as exc:
             self.observer.summarizer_failed(provider, type(exc).__name__)
             self.observer.summarizer_attempts(provider, 1, ok=False)
@@ -152,21 +157,6 @@ class CompactionService:
             options.trigger, label, outcome.tokens_before, outcome.tokens_after
         )
         return outcome
-
-    async def _compact(
-        self,
-        history: HistoryInput,
-        options: CompactOptions,
-        caller_gone: CallerGone,
-        counted: CountedHistory | None,
-    ) -> CompactionOutcome:
-        # Planning and clearing read the normalized messages; a caller's counts stay, with
-        # the settings of `history` (a caller may have changed keep-recent).
-        counted = await _off_loop(self.estimation.parsed, history, counted)
-        name = strategy_for(options.strategy, counted)
-        options = replace(options, strategy=name)
-        strategy = STRATEGIES.get(name)
-        return await strategy.compact(self, CompactionJob(history, counted, options, caller_gone))
 
     async def summarize_if_due(self, job: CompactionJob) -> CompactionOutcome:
         """Summarizes when over the threshold (or forced); else not compacted."""

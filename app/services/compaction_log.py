@@ -30,26 +30,16 @@ log = logging.getLogger("compactor.compaction")
 
 
 def window_source(counted: CountedHistory) -> str:
-    """Where the window came from: the estimation's own answer when it gives one
-    (`request`, `config`, `upstream`, `registry`, `alias`, `fallback`), else what the
-    settings tell (`fallback` when no window is known, `known` otherwise)."""
-    source = getattr(counted, "context_window_source", None)
-    if source is not None:
-        return str(getattr(source, "value", source))
-    return "fallback" if counted.settings.context_window is None else "known"
-
-
-def model_known(counted: CountedHistory) -> bool | None:
-    """Whether anything knew the model (the estimation's `model_known`, where it has one)."""
-    known = getattr(counted, "model_known", None)
-    return known if isinstance(known, bool) else None
+    """Where the window came from (`request`, `config`, `upstream`, `registry`, `alias`,
+    `fallback`)."""
+    return counted.context_window_source.value
 
 
 def decision_fields(counted: CountedHistory) -> dict[str, Any]:
     """The fields that say why the threshold is where it is."""
     return {
         "model": counted.choice.model.name,
-        "model_known": model_known(counted),
+        "model_known": counted.model_known,
         "threshold": counted.threshold,
         "context_window": counted.settings.effective_window,
         "window_source": window_source(counted),

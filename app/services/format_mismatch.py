@@ -7,7 +7,7 @@ from typing import Any
 
 from app.engine.errors import InvalidHistoryError
 from app.formats.protocol import WireFormat
-from app.formats.registry import FORMATS
+from app.formats.registry import FORMATS, parses_all
 
 
 def look_alike(expected: WireFormat, messages: Sequence[Any]) -> WireFormat | None:
@@ -17,7 +17,7 @@ def look_alike(expected: WireFormat, messages: Sequence[Any]) -> WireFormat | No
     if proven is not None:
         return proven if proven.name != expected.name else None
     for wire in FORMATS:
-        if wire.name != expected.name and _all_valid(wire, messages):
+        if wire.name != expected.name and parses_all(wire, messages):
             return wire
     return None
 
@@ -35,12 +35,3 @@ def mismatch_error(
         f"{claim}; these messages look like {other.name}: {exc}",
         where=exc.where,
     )
-
-
-def _all_valid(wire: WireFormat, messages: Sequence[Any]) -> bool:
-    try:
-        for i, message in enumerate(messages):
-            wire.parse_message(message, f"messages[{i}]")
-    except InvalidHistoryError:
-        return False
-    return True

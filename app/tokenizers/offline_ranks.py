@@ -47,38 +47,39 @@ class RanksFileError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class EncodingSpec:
+    """One encoding: its ranks file (in the `bpe_openai` package, by default), the
+    file's published checksum, its split pattern and special tokens."""
+
     name: str
-    package: str
-    filename: str
     sha256: str
     pattern: str
     special_tokens: dict[str, int]
+    package: str = "bpe_openai"
+
+    @property
+    def filename(self) -> str:
+        return f"data/{self.name}.tiktoken.gz"
 
 
-ENCODINGS: dict[str, EncodingSpec] = {
-    "o200k_base": EncodingSpec(
-        name="o200k_base",
-        package="bpe_openai",
-        filename="data/o200k_base.tiktoken.gz",
-        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        pattern=_O200K_PATTERN,
-        special_tokens={ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-    ),
-    "cl100k_base": EncodingSpec(
-        name="cl100k_base",
-        package="bpe_openai",
-        filename="data/cl100k_base.tiktoken.gz",
-        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        pattern=_CL100K_PATTERN,
-        special_tokens={
-            ENDOFTEXT: 100257,
-            FIM_PREFIX: 100258,
-            FIM_MIDDLE: 100259,
-            FIM_SUFFIX: 100260,
-            ENDOFPROMPT: 100276,
-        },
-    ),
-}
+_O200K = EncodingSpec(
+    "o200k_base",
+    sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    pattern=_O200K_PATTERN,
+    special_tokens={ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+)
+_CL100K = EncodingSpec(
+    "cl100k_base",
+    sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    pattern=_CL100K_PATTERN,
+    special_tokens={
+        ENDOFTEXT: 100257,
+        FIM_PREFIX: 100258,
+        FIM_MIDDLE: 100259,
+        FIM_SUFFIX: 100260,
+        ENDOFPROMPT: 100276,
+    },
+)
+ENCODINGS: dict[str, EncodingSpec] = {spec.name: spec for spec in (_O200K, _CL100K)}
 
 
 def ranks_path(spec: EncodingSpec) -> Path:

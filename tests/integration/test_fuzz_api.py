@@ -72,7 +72,9 @@ PATH_ONLY = sorted(
     f"{method.upper()} {path}" for path, method, operation in _LOCAL if _path_only(operation)
 )
 # Outside the session id's schema (1-200 characters, no NUL), and odd ones within it.
-BAD_SESSION_IDS = ["x" * 201, "é" * 201, "a\x00b", "\x00", "..", "%", "\U0001f600" * 3, "0" * 5000]
+# ".." is a dot segment the HTTP client resolves before sending (RFC 3986 §5.2.4): the
+# request would be for "/", not for a session. "..." is sent as it is.
+BAD_SESSION_IDS = ["x" * 201, "é" * 201, "a\x00b", "\x00", "...", "%", "\U0001f600" * 3, "0" * 5000]
 PROBLEM_JSON = "application/problem+json"
 
 

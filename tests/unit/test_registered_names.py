@@ -44,5 +44,5 @@ def test_the_openapi_enums_are_the_registries_names() -> None:
 
 
 def test_formats_are_listed_in_registration_order_and_asked_responses_first() -> None:
-    assert FORMATS.names == ("openai", "anthropic", "responses")
-    assert [wire.name for wire in FORMATS] == ["responses", "openai", "anthropic"]
+    assert FORMATS.names == ("openai", "anthropic", "responses", "gemini")
+    assert [wire.name for wire in FORMATS] == ["responses", "openai", "anthropic", "gemini"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.compaction.orchestration import plan_compaction
-from app.formats.responses import RESPONSES
+from app.formats.registry import RESPONSES
 
 SYSTEM = {"type": "message", "role": "developer", "content": "Be terse."}
 OPAQUE = {"type": "compaction", "encrypted_content": "gAAAAB-opaque"}

@@ -85,15 +85,14 @@ def _openapi_url(request: Request) -> str:
 @router.get("/docs", response_class=HTMLResponse)
 async def swagger_ui(request: Request) -> HTMLResponse:
     """Swagger UI for the OpenAPI document, from assets served by this service."""
-    root = escape(_root(request))
-    return _page(
-        f"{request.app.title} - Swagger UI",
-        _root(request),
-        f'<link rel="stylesheet" href="{root}{ASSETS_PATH}/swagger-ui.css">',
-        f'<div id="swagger-ui" data-openapi-url="{escape(_openapi_url(request))}"></div>\n'
+    root, spec = escape(_root(request)), escape(_openapi_url(request))
+    head = f'<link rel="stylesheet" href="{root}{ASSETS_PATH}/swagger-ui.css">'
+    body = (
+        f'<div id="swagger-ui" data-openapi-url="{spec}"></div>\n'
         f'<script src="{root}{ASSETS_PATH}/swagger-ui-bundle.js"></script>\n'
-        f'<script src="{root}/docs/swagger-init.js"></script>',
+        f'<script src="{root}/docs/swagger-init.js"></script>'
     )
+    return _page(f"{request.app.title} - Swagger UI", _root(request), head, body)
 
 
 @router.get("/docs/swagger-init.js")
@@ -105,14 +104,12 @@ async def swagger_init() -> Response:
 @router.get("/redoc", response_class=HTMLResponse)
 async def redoc(request: Request) -> HTMLResponse:
     """ReDoc for the OpenAPI document, from assets served by this service."""
-    root = escape(_root(request))
-    return _page(
-        f"{request.app.title} - ReDoc",
-        _root(request),
-        "",
-        f'<redoc spec-url="{escape(_openapi_url(request))}"></redoc>\n'
-        f'<script src="{root}{ASSETS_PATH}/redoc.standalone.js"></script>',
+    root, spec = escape(_root(request)), escape(_openapi_url(request))
+    body = (
+        f'<redoc spec-url="{spec}"></redoc>\n'
+        f'<script src="{root}{ASSETS_PATH}/redoc.standalone.js"></script>'
     )
+    return _page(f"{request.app.title} - ReDoc", _root(request), "", body)
 
 
 def install_offline_docs(app: FastAPI) -> None:

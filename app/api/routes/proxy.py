@@ -189,9 +189,13 @@ for _api in VENDOR_APIS:
 async def _forward_models(
     request: Request, proxy: ProxyService, tenant: str, suffix: str
 ) -> Response:
-    path = "/v1/models" + suffix
+    return proxy_response(await proxy.forward_plain(_models_call(request, "/v1/models" + suffix)))
+
+
+def _models_call(request: Request, path: str) -> PlainCall:
+    """A model-list GET forwarded as sent, to the upstream its headers and path name."""
     upstream = upstream_for(path, request.headers.keys())
-    call = PlainCall(
+    return PlainCall(
         upstream=upstream,
         method="GET",
         path=path_under_base(upstream, path),
@@ -199,7 +203,6 @@ async def _forward_models(
         query=request.url.query,
         label=VENDOR_APIS.for_upstream(upstream).name,
     )
-    return proxy_response(await proxy.forward_plain(call))
 
 
 _MODEL_ANSWERS = {
@@ -222,20 +225,13 @@ async def get_model(
     management the service emulates (its edits and on-demand compaction)."""
     if model_id in (".", ".."):
         raise ApiError(404, "Not found", "no such model", "not-found")
-    path = "/v1/models/" + quote(model_id, safe="")
-    upstream = upstream_for(path, request.headers.keys())
-    api = VENDOR_APIS.for_upstream(upstream)
-    call = PlainCall(
-        upstream=upstream,
-        method="GET",
-        path=path_under_base(upstream, path),
-        headers=caller_headers(request),
-        query=request.url.query,
-        label=api.name,
-    )
+    call = _models_call(request, "/v1/models/" + quote(model_id, safe=""))
     answer = await proxy.forward_plain(call)
-    wire = api.context_management
+    wire = VENDOR_APIS.for_upstream(call.upstream).context_management
     emulated = state.settings.native_edits == "emulate"
-    if wire is not None and emulated and answer.status == 200 and answer.stream is None:
-        answer = replace(answer, body=wire.with_capabilities(answer.body))
+    if wire is not None and emulated and answer.status == 200 and answer.stream is not None:
+        # A model object is small: read it whole to write the emulated capabilities in.
+        body = b"".join([chunk async for chunk in answer.stream])
+        headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+        answer = replace(answer, headers=headers, body=wire.with_capabilities(body), stream=None)
     return proxy_response(answer)

@@ -40,6 +40,8 @@ class Marker:
 
 @dataclass(frozen=True, slots=True)
 class Tick:
+    """An axis label and where it stands."""
+
     at: float
     label: str
 

@@ -59,6 +59,7 @@ def get_inspector(sessions: Sessions) -> InspectorService:
 
 
 Inspector = Annotated[InspectorService, Depends(get_inspector)]
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
 def _render(
@@ -67,7 +68,11 @@ def _render(
     """A page with a per-response nonce: only its own inline style and script run."""
     nonce = secrets.token_urlsafe(16)
     response = templates.TemplateResponse(
-        request, name, {**context, "nonce": nonce}, status_code=status_code
+        request,
+        name,
+        # `logged_in` shows the Log out button: only where API keys make a login.
+        {"logged_in": keys_configured(request), **context, "nonce": nonce},
+        status_code=status_code,
     )
     response.headers["Content-Security-Policy"] = (
         f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
@@ -89,7 +94,7 @@ def sessions_page(
     request: Request,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page: PageNumber = 1,
 ) -> Response:
     """The viewer's sessions, newest first, a page at a time."""
     if viewer is None:
@@ -98,7 +103,7 @@ def sessions_page(
     return _render(
         request,
         "sessions.html",
-        {"listing": listing, "tenant": viewer, "logged_in": keys_configured(request)},
+        {"listing": listing, "tenant": viewer},
     )
 
 
@@ -108,7 +113,7 @@ def session_page(
     session_id: str,
     viewer: Viewer,
     inspector: Inspector,
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page: PageNumber = 1,
 ) -> Response:
     """One session: its token curve, compactions with summary diffs, and its transcript."""
     if viewer is None:
@@ -119,7 +124,7 @@ def session_page(
         return _render(
             request,
             "not_found.html",
-            {"session_id": session_id, "logged_in": keys_configured(request)},
+            {"session_id": session_id},
             status_code=404,
         )
     return _render(
@@ -130,7 +135,6 @@ def session_page(
             "chart": layout_chart(inspection.curve),
             "entries_per_page": ENTRIES_PER_PAGE,
             "tenant": viewer,
-            "logged_in": keys_configured(request),
         },
     )
 
@@ -149,7 +153,6 @@ def requests_page(request: Request, viewer: Viewer, state: State) -> Response:
             "kept": decisions.per_tenant,
             "with_content": decisions.with_content,
             "tenant": viewer,
-            "logged_in": keys_configured(request),
         },
     )
 

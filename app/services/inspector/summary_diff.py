@@ -20,6 +20,8 @@ SegmentKind = Literal["same", "added", "removed"]
 
 @dataclass(frozen=True, slots=True)
 class DiffSegment:
+    """A run of words that is the same on both sides, or only on one."""
+
     kind: SegmentKind
     text: str
 

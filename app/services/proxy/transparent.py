@@ -22,7 +22,7 @@ from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.services.compaction import CompactionService
-from app.services.compaction_log import log_compaction, model_known, window_source
+from app.services.compaction_log import log_compaction, window_source
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.call import ProxyCall, ProxyMode
@@ -137,8 +137,8 @@ class TransparentCompactor:
             return None
         report.tokens_before = report.tokens_after = counted.estimate.tokens
         report.model, report.threshold = wanted.model, counted.threshold
-        report.model_known = model_known(counted)
-        report.window_source = window_source(counted) if report.model_known is not None else None
+        report.model_known = counted.model_known
+        report.window_source = window_source(counted)
         overflow = trigger == "overflow"
         if not overflow and not counted.should_compact:
             self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)

@@ -42,6 +42,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class ContextView:
+    """A session's context to send now, with its count."""
+
     context: SessionContext
     counted: CountedHistory
 

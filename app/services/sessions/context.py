@@ -8,9 +8,7 @@ from typing import Any
 
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.counting.estimate import UsageReport
-from app.engine.errors import InvalidHistoryError
-from app.formats.protocol import WireFormat
-from app.formats.registry import FORMATS
+from app.formats.registry import FORMATS, parses_all
 from app.services.history import HistoryInput
 from app.store.views import CompactionRecord, SessionView, TranscriptEntry
 
@@ -73,20 +71,11 @@ def session_format(stored: str | None, messages: Sequence[Any]) -> str | None:
     proven = FORMATS.evidence(messages)
     if proven is not None:
         return proven.name
-    readable = [wire.name for wire in FORMATS if _all_valid(wire, messages)]
+    readable = [wire.name for wire in FORMATS if parses_all(wire, messages)]
     if len(readable) == 1:
         return readable[0]
     # Valid in several: undecided. Valid in none: the default, whose parser names the problem.
     return None if readable else FORMATS.default.name
-
-
-def _all_valid(parser: WireFormat, messages: Sequence[Any]) -> bool:
-    try:
-        for i, message in enumerate(messages):
-            parser.parse_message(message, f"messages[{i}]")
-    except InvalidHistoryError:
-        return False
-    return True
 
 
 def build_context(

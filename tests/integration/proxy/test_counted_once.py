@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.formats.anthropic import AnthropicMessagesFormat
-from app.formats.openai import OpenAIChatFormat
+from app.formats import anthropic, openai
 from app.services.estimation import EstimationService
 from tests.conftest import CLAUDE_CODE, load_json
 from tests.integration.fake_upstreams import FakeUpstream
@@ -34,8 +33,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     seen = Calls()
     count, anthropic_parse, openai_parse = (
         EstimationService.count,
-        AnthropicMessagesFormat.parse,
-        OpenAIChatFormat.parse,
+        anthropic.parse,
+        openai.parse,
     )
 
     def counting(self: EstimationService, *args: Any, **kwargs: Any) -> Any:
@@ -43,15 +42,16 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
         return count(self, *args, **kwargs)
 
     def parsing(original: Any) -> Any:
-        def parse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def parse(*args: Any, **kwargs: Any) -> Any:
             seen.parses += 1
-            return original(self, *args, **kwargs)
+            return original(*args, **kwargs)
 
         return parse
 
     monkeypatch.setattr(EstimationService, "count", counting)
-    monkeypatch.setattr(AnthropicMessagesFormat, "parse", parsing(anthropic_parse))
-    monkeypatch.setattr(OpenAIChatFormat, "parse", parsing(openai_parse))
+    # Each format is its module: the registry calls the module's `parse`.
+    monkeypatch.setattr(anthropic, "parse", parsing(anthropic_parse))
+    monkeypatch.setattr(openai, "parse", parsing(openai_parse))
     return seen
 
 

@@ -60,7 +60,8 @@ def test_a_proxy_compaction_and_its_cache_hit_are_one_line_each(
     assert compacted["tokens_after"] == int(first.headers["x-compactor-tokens-after"])
     assert compacted["threshold"] == 6_963 and compacted["context_window"] == 8_192
     assert compacted["window_source"] in ("known", "registry")
-    assert compacted["model"] == "gpt-4" and compacted["trigger"] == "auto"
+    # The registry entry the name resolved to: gpt-4 is the snapshot whose counting rule applies.
+    assert compacted["model"] == "gpt-4-0613" and compacted["trigger"] == "auto"
     assert compacted["strategy"] == "summarize" and compacted["applied"] == ["summarize"]
     assert compacted["summarizer"].startswith("extractive")
     assert compacted["summarized_messages"] > 0 and compacted["duration_ms"] >= 0
