@@ -36,6 +36,7 @@ from app.engine.errors import (
 from app.engine.system_prompt import InvalidSystemPromptError
 from app.formats.apis.registry import vendor_error_body
 from app.services.proxy.service import UpstreamNotConfiguredError
+from app.services.sessions.bundles import InvalidBundleError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
@@ -44,7 +45,6 @@ from app.services.sessions.errors import (
     SessionNotFoundError,
     StoreUnavailableError,
 )
-from app.services.sessions.bundles import InvalidBundleError
 from app.services.sessions.revisions import CompactionNotFoundError, InvalidForkPointError
 from app.services.sessions.search import InvalidSearchQueryError
 from app.services.workspace import WorkspaceAccessError

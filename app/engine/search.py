@@ -157,9 +157,8 @@ def indexed_text(message: Message, tool_names: MutableMapping[str, str]) -> str:
         elif block.kind is BlockKind.TOOL_RESULT:
             name = block.tool_name or _name_of(block.tool_call_id, tool_names)
             parts.extend(p for p in (name, block.text) if p)
-        elif block.kind in (BlockKind.TEXT, BlockKind.THINKING, BlockKind.DOCUMENT):
-            if block.text:
-                parts.append(block.text)
+        elif block.kind in (BlockKind.TEXT, BlockKind.THINKING, BlockKind.DOCUMENT) and block.text:
+            parts.append(block.text)
     if message.name:
         parts.append(message.name)
     text = "\n".join(parts)

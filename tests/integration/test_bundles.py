@@ -166,7 +166,7 @@ def test_an_altered_or_malformed_bundle_is_refused_and_writes_nothing(
     # One entry edited: the checksum in the trailer no longer matches.
     edited = lines[3].replace(b"turn 2", b"turn 9")
     assert edited != lines[3]
-    altered = b"".join(lines[:3] + [edited] + lines[4:])
+    altered = b"".join([*lines[:3], edited, *lines[4:]])
     _refused(client, database_url, altered)
     # A line dropped from the middle.
     _refused(client, database_url, b"".join(lines[:5] + lines[6:]))

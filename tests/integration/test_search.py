@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings as hsettings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from app.settings import Settings
@@ -128,7 +129,9 @@ def test_search_is_tenant_scoped_and_bounded(client: TestClient) -> None:
     other = client.get(f"/sessions/{sid}/search", params={"q": "needle"}, headers=BETA)
     assert other.status_code == 404
     assert len(_search(client, sid, "needle", limit=100)["hits"]) == 100
-    over = client.get(f"/sessions/{sid}/search", params={"q": "needle", "limit": 101}, headers=ALPHA)
+    over = client.get(
+        f"/sessions/{sid}/search", params={"q": "needle", "limit": 101}, headers=ALPHA
+    )
     assert over.status_code == 422
     # Beta's own session with the same words does not leak into alpha's results.
     beta_sid = client.post("/sessions", json={}, headers=BETA).json()["id"]
@@ -148,7 +151,8 @@ def test_search_is_tenant_scoped_and_bounded(client: TestClient) -> None:
 )
 @given(
     q=st.text(
-        alphabet=st.sampled_from(list('ab "*-():^.,\'OR NOT AND NEAR{}[]+~\\é\t')) | st.characters(),
+        alphabet=st.sampled_from(list("ab \"*-():^.,'OR NOT AND NEAR{}[]+~\\é\t"))
+        | st.characters(),
         min_size=1,
         max_size=40,
     )

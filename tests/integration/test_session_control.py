@@ -27,7 +27,7 @@ def every_row(url: str) -> dict[str, list[tuple[Any, ...]]]:
         with engine.connect() as db:
             return {
                 table.name: sorted(
-                    (tuple(str(v) for v in row) for row in db.execute(select(table)).all())
+                    tuple(str(v) for v in row) for row in db.execute(select(table)).all()
                 )
                 for table in Base.metadata.sorted_tables
             }

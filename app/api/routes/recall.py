@@ -63,9 +63,7 @@ def search_transcript(
         ),
     ],
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT)] = 10,
-    folded_only: Annotated[
-        bool, Query(description="Only entries compaction folded away.")
-    ] = False,
+    folded_only: Annotated[bool, Query(description="Only entries compaction folded away.")] = False,
 ) -> SearchOut:
     """Full-text search of the transcript, folded entries included, best first."""
     return search_out(q, sessions.search(tenant, session_id, q, limit, folded_only))
@@ -119,9 +117,7 @@ def update_session(
     return session_out(sessions.update_settings(tenant, session_id, values, tenant, "api"))
 
 
-@router.get(
-    "/{session_id}/changes", response_model=SettingsChangeListOut, responses=_READ
-)
+@router.get("/{session_id}/changes", response_model=SettingsChangeListOut, responses=_READ)
 def list_settings_changes(
     session_id: SessionId, tenant: Tenant, sessions: Sessions
 ) -> SettingsChangeListOut:
@@ -168,16 +164,11 @@ def export_session(session_id: SessionId, tenant: Tenant, sessions: Sessions) ->
 async def import_session(request: Request, tenant: Tenant, sessions: Sessions) -> SessionOut:
     """Restore a session from an export bundle: a new session, transcript byte-identical;
     a malformed or truncated bundle is refused (422) and writes nothing."""
-    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)
-    try:
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
         async for chunk in request.stream():
             spool.write(chunk)
         spool.seek(0)
-        view = await anyio.to_thread.run_sync(
-            lambda: sessions.import_bundle(tenant, _lines(spool))
-        )
-    finally:
-        spool.close()
+        view = await anyio.to_thread.run_sync(lambda: sessions.import_bundle(tenant, _lines(spool)))
     return session_out(view)
 
 

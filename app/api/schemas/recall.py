@@ -7,11 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.limits import MAX_TOKENS
 from app.api.schemas.history import NO_NUL
 from app.api.schemas.sessions import CompactionOut, ContextOut
 from app.api.schemas.strategy import STRATEGY_DESCRIPTION, Strategy
 from app.api.schemas.strict import StrictBody
-from app.api.limits import MAX_TOKENS
 from app.engine.thinking import ThinkingLevel
 
 JSON_LINES = "application/x-ndjson"
@@ -65,9 +65,7 @@ class SessionPatchIn(StrictBody):
 class SettingsChangeOut(BaseModel):
     changed_by: str = Field(description="The tenant whose key made the change.")
     via: Literal["api", "inspector"]
-    changes: dict[str, dict[str, Any]] = Field(
-        description="Each changed field: {before, after}."
-    )
+    changes: dict[str, dict[str, Any]] = Field(description="Each changed field: {before, after}.")
     created_at: datetime
 
 
