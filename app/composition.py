@@ -278,7 +278,8 @@ def build_state(
         SessionDatabase(store),
         estimation,
         compaction,
-        marker=marker,
+        # A session's summary says its history is searchable only while /mcp serves it.
+        marker=replace(marker, recall_hint=settings.mcp),
         idempotency_retention=retention,
     )
     api_keys = parse_api_keys(settings.api_key_spec())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import httpx
 
@@ -29,6 +29,9 @@ from app.services.system_prompt import SystemPromptService
 from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
+
+if TYPE_CHECKING:
+    from app.api.mcp import McpEndpoint
 
 
 @dataclass
@@ -72,3 +75,5 @@ class LifespanState(TypedDict):
     """What the app lifespan yields; Starlette hands it to every request as `request.state`."""
 
     compactor: AppState
+    # The MCP endpoint of this lifespan run (app.api.mcp); None when COMPACTOR_MCP is off.
+    mcp: McpEndpoint | None
