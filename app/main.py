@@ -60,9 +60,16 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[LifespanState]:
-        async with running_state(
-            settings, summarizer=summarizer, tokenizers=tokenizers, metrics=observed, tracer=tracer
-        ) as state, mcp_serving(state) as mcp:
+        async with (
+            running_state(
+                settings,
+                summarizer=summarizer,
+                tokenizers=tokenizers,
+                metrics=observed,
+                tracer=tracer,
+            ) as state,
+            mcp_serving(state) as mcp,
+        ):
             yield {"compactor": state, "mcp": mcp}
 
     app = FastAPI(
