@@ -132,7 +132,7 @@ def list_settings_changes(
         200: {
             "description": "JSON Lines: the session, each entry, each compaction record, "
             "each settings change, and a trailer with the counts and a SHA-256.",
-            "content": {JSON_LINES: {"schema": {"type": "string"}}},
+            "content": {JSON_LINES: {"schema": {"type": "string", "format": "binary"}}},
         },
         **_READ,
     },
@@ -157,7 +157,7 @@ def export_session(session_id: SessionId, tenant: Tenant, sessions: Sessions) ->
         "requestBody": {
             "required": True,
             "description": "A bundle from GET /sessions/{id}/export, as it was written.",
-            "content": {JSON_LINES: {"schema": {"type": "string"}}},
+            "content": {JSON_LINES: {"schema": {"type": "string", "format": "binary"}}},
         }
     },
 )

@@ -20,7 +20,6 @@ from app.engine.compaction.strategy import StrategyName
 from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
-from app.formats.registry import FORMATS
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions
@@ -221,6 +220,7 @@ class SessionCompactor:
             clear=settings.effective_clear,
             pinned=settings.pinned,
             subject={"session_id": session.id},
+            recall_session=session.id if self.marker.recall_hint else None,
         )
         outcome = await self.compaction.compact(context.history(), options, caller_gone, counted)
         if not outcome.compacted:
@@ -232,10 +232,6 @@ class SessionCompactor:
         else:
             record = await _in_thread(self._record, context.session, new)
         view = _compacted_view(context, outcome, record)
-        if self.marker.recall_hint and record.summary:
-            # The summary ends with the recall line, as build_context writes it.
-            rebuilt = _with_recall_line(view.context, record, self.marker)
-            view = ContextView(rebuilt, self.estimation.count(rebuilt.history()))
         return CompactResult(
             compacted=True,
             record=record,
@@ -278,19 +274,6 @@ def _compacted_view(
         # Tool results cleared in place: the same entries.
         seqs = list(context.seqs)
     return ContextView(compacted_context(context, record, list(messages), seqs), counted)
-
-
-def _with_recall_line(
-    context: SessionContext, record: CompactionRecord, marker: SummaryMarker
-) -> SessionContext:
-    """`context` with its summary message rendered by `marker` for the session (what
-    `build_context` would read back from the store)."""
-    wire = FORMATS.get(context.session.format) if context.session.format else FORMATS.default
-    recall = context.session.id if marker.recall_hint else None
-    messages = list(context.messages)
-    index = context.seqs.index(None)
-    messages[index] = wire.summary_message(marker.render(record.summary, recall))
-    return replace(context, messages=messages)
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
