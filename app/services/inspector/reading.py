@@ -175,6 +175,7 @@ def _compaction_views(
         previous_summary = previous.summary if previous is not None else ""
         views.append(
             CompactionView(
+                id=record.id,
                 ordinal=record.ordinal,
                 trigger=record.trigger,
                 strategy=record.strategy,
