@@ -159,3 +159,16 @@ def test_patch_changes_settings_records_who_and_when_and_prepare_uses_them(
     assert len(client.get(f"/sessions/{sid}/changes").json()["changes"]) == 2
     refused = client.patch(f"/sessions/{sid}", json={"keep_recent": 5})
     assert refused.status_code == 422 and "keep_recent_tokens" in refused.text
+
+
+def test_the_inspector_shows_who_changed_what_and_when(client: TestClient) -> None:
+    sid = _session(client)
+    page = client.get(f"/ui/sessions/{sid}").text
+    assert "Settings changes (0)" in page
+    client.patch(f"/sessions/{sid}", json={"keep_recent_tokens": 150, "model": "gpt-4o"})
+    page = client.get(f"/ui/sessions/{sid}").text
+    assert "Settings changes (1)" in page
+    row = page[page.index('class="settings-changes"') :]
+    assert "<code>keep_recent_tokens</code> 200 → 150" in row
+    assert "<code>model</code> default → gpt-4o" in row
+    assert "<td>default</td><td>api</td>" in row

@@ -114,6 +114,7 @@ def session_page(
     session_id: str,
     viewer: Viewer,
     inspector: Inspector,
+    sessions: Sessions,
     page: PageNumber = 1,
 ) -> Response:
     """One session: its token curve, compactions with summary diffs, and its transcript."""
@@ -134,6 +135,7 @@ def session_page(
         {
             "inspection": inspection,
             "chart": layout_chart(inspection.curve),
+            "changes": sessions.settings_changes(viewer, session_id),
             "entries_per_page": ENTRIES_PER_PAGE,
             "tenant": viewer,
         },
