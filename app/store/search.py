@@ -21,6 +21,19 @@ from app.engine.search import MatchMode, SearchQuery, SearchTerm
 
 FTS_TABLE = "transcript_search"
 PG_INDEX = "ix_transcript_entries_search"
+
+
+def outside_the_models(obj: object, name: str | None, type_: str, *_: object) -> bool:
+    """Alembic's `include_object`: False for the search index, which the migration
+    creates with raw SQL (FTS5 and its shadow tables, the GIN expression index), so
+    comparing the models with the database does not ask to drop it."""
+    if name is None:
+        return True
+    if type_ == "table" and (name == FTS_TABLE or name.startswith(FTS_TABLE + "_")):
+        return False
+    return not (type_ == "index" and name == PG_INDEX)
+
+
 PG_CONFIG = "english"
 # What `ts_headline`/`snippet` put around a matched word.
 HIGHLIGHT_START, HIGHLIGHT_END = "**", "**"
