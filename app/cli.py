@@ -1,4 +1,5 @@
-"""The `compactor` command: serve, keygen, estimate, compact, config, migrate, openapi."""
+"""The `compactor` command: serve, keygen, estimate, compact, config, migrate, openapi,
+export and import."""
 
 from __future__ import annotations
 
@@ -324,6 +325,75 @@ def openapi(
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
+
+
+def _session_service(settings: Any) -> Any:
+    """The session service over COMPACTOR_DATABASE_URL (migrated first when the server
+    would migrate it on start), and the function that closes its store."""
+    from app.composition import build_state
+    from app.store.migrate import upgrade
+
+    if settings.migrate_on_start:
+        upgrade(settings.database_url)
+    state = build_state(settings)
+    return state.sessions, state.close_store
+
+
+@app.command("export")
+def export_session(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
+    tenant: Annotated[str, typer.Option(help="The session's tenant.")] = "default",
+) -> None:
+    """Write a session of COMPACTOR_DATABASE_URL as a JSON Lines bundle (streamed)."""
+    from app.engine.errors import CompactorError
+    from app.settings import Settings
+
+    sessions, close = _session_service(Settings())
+    partial = output.with_name(output.name + ".partial")
+    try:
+        lines = 0
+        with partial.open("wb") as out:
+            for line in sessions.export(tenant, session):
+                out.write(line)
+                lines += 1
+        partial.replace(output)
+    except CompactorError as exc:
+        partial.unlink(missing_ok=True)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        close()
+    typer.echo(f"exported session {session}: {lines} lines to {output}", err=True)
+
+
+@app.command("import")
+def import_session(
+    file: Annotated[Path, typer.Argument(help="A bundle written by `compactor export`.")],
+    tenant: Annotated[str, typer.Option(help="The tenant that owns the new session.")] = "default",
+) -> None:
+    """Restore a bundle into COMPACTOR_DATABASE_URL as a new session; print its id. A
+    malformed or truncated bundle writes nothing (exit 1)."""
+    from app.engine.errors import CompactorError
+    from app.settings import Settings
+
+    try:
+        source = file.open("rb")
+    except OSError as exc:
+        _fail(f"cannot read {file}: {exc.strerror or type(exc).__name__}")
+    sessions, close = _session_service(Settings())
+    try:
+        with source:
+            view = sessions.import_bundle(tenant, source)
+    except CompactorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        close()
+    typer.echo(view.id)
+    typer.echo(
+        f"imported {view.entry_count} entries, {view.compaction_count} compactions", err=True
+    )
 
 
 def main() -> None:

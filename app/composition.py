@@ -336,7 +336,8 @@ def build_state(
         SessionDatabase(store),
         estimation,
         compaction,
-        marker=marker,
+        # A session's summary says its history is searchable only while /mcp serves it.
+        marker=replace(marker, recall_hint=settings.mcp),
         idempotency_retention=retention,
         compaction_lease=timedelta(seconds=settings.compaction_lease_seconds),
     )

@@ -12,6 +12,7 @@ from app.allowed_hosts import parse_allowed_hosts
 from app.api.auth import current_tenant, metrics_reader
 from app.api.hosts import HostAllowList
 from app.api.limits import BodySizeLimit
+from app.api.mcp import McpRoute, mcp_serving
 from app.api.metrics import Metrics
 from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
@@ -23,6 +24,7 @@ from app.api.routes import (
     metrics,
     native,
     proxy,
+    recall,
     sessions,
     system_prompt,
 )
@@ -58,10 +60,17 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[LifespanState]:
-        async with running_state(
-            settings, summarizer=summarizer, tokenizers=tokenizers, metrics=observed, tracer=tracer
-        ) as state:
-            yield {"compactor": state}
+        async with (
+            running_state(
+                settings,
+                summarizer=summarizer,
+                tokenizers=tokenizers,
+                metrics=observed,
+                tracer=tracer,
+            ) as state,
+            mcp_serving(state) as mcp,
+        ):
+            yield {"compactor": state, "mcp": mcp}
 
     app = FastAPI(
         title="context-compactor",
@@ -81,6 +90,7 @@ def create_app(
     authenticated = [Depends(current_tenant)]
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
+    app.include_router(recall.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
     app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])
@@ -92,6 +102,8 @@ def create_app(
     # Keep this after every router: the catch-all /v1/* pass-through (SPEC §18) answers
     # only what no route above it does.
     install_pass_through(app)
+    # /mcp (SPEC §17) goes to the MCP SDK's handler, inside the body limit and host check.
+    app.add_middleware(McpRoute)
     app.add_middleware(
         BodySizeLimit,
         max_bytes=settings.max_body_bytes,

@@ -281,6 +281,11 @@ class Settings(BaseSettings):
     inspector_show_content: bool = False
     """Also keep the first 300 characters of each such request's last message for
     `/ui/requests`; off by default, and the inspector then shows no message content."""
+    mcp: bool = True
+    """Serve the recall tools over MCP at `/mcp` (streamable HTTP, the same API keys):
+    `search_history`, `read_entries`, `context_status`, `compact`. When on, a session's
+    summary message ends with one line saying its full history is searchable. `off`
+    turns both off."""
 
     @classmethod
     def settings_customise_sources(

@@ -8,6 +8,7 @@ from sqlalchemy import Connection
 from app.settings import Settings
 from app.store.database import create_db_engine, normalize_url
 from app.store.models import Base
+from app.store.search import outside_the_models
 
 config = context.config
 target_metadata = Base.metadata
@@ -25,6 +26,8 @@ def _configure(connection: Connection | None = None, url: str | None = None) -> 
         # SQLite cannot ALTER most things in place; batch mode copies the table instead.
         render_as_batch=True,
         compare_type=True,
+        # The full-text index is raw SQL of migration 0007, not part of the models.
+        include_object=outside_the_models,
     )
 
 

@@ -36,6 +36,7 @@ from app.engine.errors import (
 from app.engine.system_prompt import InvalidSystemPromptError
 from app.formats.apis.registry import vendor_error_body
 from app.services.proxy.service import UpstreamNotConfiguredError
+from app.services.sessions.bundles import InvalidBundleError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
@@ -44,6 +45,8 @@ from app.services.sessions.errors import (
     SessionNotFoundError,
     StoreUnavailableError,
 )
+from app.services.sessions.revisions import CompactionNotFoundError, InvalidForkPointError
+from app.services.sessions.search import InvalidSearchQueryError
 from app.services.workspace import WorkspaceAccessError
 
 PROBLEM_JSON = "application/problem+json"
@@ -165,6 +168,10 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
     IdempotencyMismatchError: ProblemType(422, "Idempotency key reused", "idempotency-key-reused"),
     WorkspaceAccessError: ProblemType(403, "Outside the workspace", "workspace-access-denied"),
     SessionNotFoundError: ProblemType(404, "Session not found", "session-not-found"),
+    InvalidSearchQueryError: ProblemType(400, "Invalid search query", "invalid-search-query"),
+    CompactionNotFoundError: ProblemType(404, "Compaction not found", "compaction-not-found"),
+    InvalidForkPointError: ProblemType(422, "Invalid fork point", "invalid-fork-point"),
+    InvalidBundleError: ProblemType(422, "Invalid session bundle", "invalid-bundle"),
     NothingToCompactError: ProblemType(409, "Nothing to compact", "nothing-to-compact"),
     IneffectiveCompactionError: ProblemType(
         409, "Compaction would not shrink the history", "compaction-ineffective"

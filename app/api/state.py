@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import httpx
 
@@ -31,6 +31,9 @@ from app.services.system_prompt import SystemPromptService
 from app.services.tracing import NullTracer, Tracer
 from app.settings import Settings
 from app.tokenizers.bpe import TokenizerRegistry
+
+if TYPE_CHECKING:
+    from app.api.mcp import McpEndpoint
 
 
 async def _nothing_to_close() -> None:
@@ -85,3 +88,5 @@ class LifespanState(TypedDict):
     """What the app lifespan yields; Starlette hands it to every request as `request.state`."""
 
     compactor: AppState
+    # The MCP endpoint of this lifespan run (app.api.mcp); None when COMPACTOR_MCP is off.
+    mcp: McpEndpoint | None

@@ -235,7 +235,9 @@ class CompactionService:
         )
         finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)
-        summary_raw = counted.wire.summary_message(self.marker.render(summary.summary))
+        summary_raw = counted.wire.summary_message(
+            self.marker.render(summary.summary, options.recall_session)
+        )
         raws = list(history.messages)
         inline = counted.inline_system_count
         new_messages = [*raws[:inline], summary_raw, *raws[plan.cut_index :]]

@@ -56,3 +56,6 @@ class CompactOptions:
     # What the compaction's log line names it by: `session_id`, or the proxy's `api` and
     # prefix (app.services.compaction_log).
     subject: Mapping[str, Any] = field(default_factory=dict)
+    # A session's compaction while recall over MCP is on: its summary message ends with
+    # the recall line naming this session (SPEC §17).
+    recall_session: str | None = None

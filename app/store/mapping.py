@@ -179,6 +179,7 @@ _PLAIN_COMPACTION_FIELDS = (
     "tokens_after",
     "instructions",
     "current_request",
+    "reverted_id",
 )
 
 

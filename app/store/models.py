@@ -82,6 +82,10 @@ class TranscriptEntryRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
     message: Mapped[Any] = mapped_column(JSON)
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The words the entry is found by (text, tool names, arguments, results), written at
+    # append; indexed by SQLite FTS5 or a PostgreSQL GIN index (`app.store.search`), which
+    # the migrations own.
+    search_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -122,6 +126,8 @@ class CompactionRow(Base):
     # Every tool use cleared in the context this record describes (placeholders included),
     # so the context is rebuilt from the untouched transcript.
     cleared_tool_uses: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    # A `revert` record: the compaction whose context it undid (SPEC §17).
+    reverted_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -220,3 +226,21 @@ class LeaseRow(Base):
     # Seconds since the epoch by the holder's clock (replicas' clocks are assumed in
     # sync to well under a lease's time to live).
     expires_at: Mapped[float] = mapped_column(Float)
+
+
+class SessionChangeRow(Base):
+    """One change of a session's settings (PATCH /sessions/{id}): who, when, and each
+    field's value before and after. Append-only, like the transcript."""
+
+    __tablename__ = "session_changes"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    # The tenant whose key made the change, and through what (api, inspector).
+    changed_by: Mapped[str] = mapped_column(String(100))
+    via: Mapped[str] = mapped_column(String(20))
+    # {field: {"before": value, "after": value}}
+    changes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

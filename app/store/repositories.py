@@ -24,6 +24,7 @@ from app.store.models import (
     BoundTurnRow,
     CompactionRow,
     IdempotencyKeyRow,
+    SessionChangeRow,
     SessionRow,
     TranscriptEntryRow,
 )
@@ -35,7 +36,10 @@ from app.store.views import (
     IdempotentAppend,
     NewCompaction,
     NewSession,
+    SessionSettings,
     SessionView,
+    SettingsChange,
+    StoredEntry,
     TranscriptEntry,
 )
 
@@ -167,6 +171,30 @@ class SessionRepository:
         until, count = found
         return (aware(until) if until is not None else None), int(count)
 
+    def set_settings(self, session_id: str, model: str | None, settings: SessionSettings) -> None:
+        """Replaces the session's model and compaction settings."""
+        self._update(session_id, model=model, settings=settings_to_json(settings))
+
+    def set_counters(
+        self,
+        session_id: str,
+        *,
+        entry_count: int,
+        system_prefix_count: int,
+        compaction_count: int,
+        created_at: datetime | None = None,
+    ) -> None:
+        """The counters of a session whose entries and records were copied in (a fork,
+        an import), and when it was first created."""
+        values: dict[str, Any] = {
+            "entry_count": entry_count,
+            "system_prefix_count": system_prefix_count,
+            "compaction_count": compaction_count,
+        }
+        if created_at is not None:
+            values["created_at"] = created_at
+        self._update(session_id, **values)
+
     def _update(self, session_id: str, **values: Any) -> None:
         self.db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
 
@@ -177,7 +205,7 @@ class SessionRepository:
     def delete(self, session_id: str) -> None:
         # Children first: SQLite enforces ON DELETE CASCADE only with foreign_keys on, and
         # an explicit order keeps both backends identical.
-        for table in (IdempotencyKeyRow, BoundTurnRow, TranscriptEntryRow):
+        for table in (IdempotencyKeyRow, BoundTurnRow, SessionChangeRow, TranscriptEntryRow):
             self.db.execute(delete(table).where(table.session_id == session_id))
         self.db.execute(
             update(CompactionRow)
@@ -194,13 +222,55 @@ class TranscriptRepository:
         self.db = db
 
     def append(
-        self, session_id: str, first_seq: int, messages: Sequence[Any], usage: dict[int, Any]
+        self,
+        session_id: str,
+        first_seq: int,
+        messages: Sequence[Any],
+        usage: dict[int, Any],
+        search_texts: Sequence[str | None] | None = None,
     ) -> None:
+        texts = search_texts if search_texts is not None else [None] * len(messages)
         self.db.add_all(
             TranscriptEntryRow(
-                session_id=session_id, seq=first_seq + i, message=message, usage=usage.get(i)
+                session_id=session_id,
+                seq=first_seq + i,
+                message=message,
+                usage=usage.get(i),
+                search_text=texts[i],
             )
             for i, message in enumerate(messages)
+        )
+        self.db.flush()
+
+    def stored(
+        self, session_id: str, after_seq: int, before_seq: int, limit: int
+    ) -> list[StoredEntry]:
+        """Up to `limit` entries with `after_seq < seq < before_seq`, in order, with
+        everything stored about them (a page of an export or a fork)."""
+        entry = TranscriptEntryRow
+        query = (
+            select(entry.seq, entry.message, entry.usage, entry.search_text, entry.created_at)
+            .where(entry.session_id == session_id, entry.seq > after_seq, entry.seq < before_seq)
+            .order_by(entry.seq)
+            .limit(limit)
+        )
+        return [
+            StoredEntry(int(seq), message, usage or None, text, aware(created))
+            for seq, message, usage, text, created in self.db.execute(query).all()
+        ]
+
+    def restore(self, session_id: str, entries: Sequence[StoredEntry]) -> None:
+        """Writes copied entries as they were (sequence numbers and times kept)."""
+        self.db.add_all(
+            TranscriptEntryRow(
+                session_id=session_id,
+                seq=e.seq,
+                message=e.message,
+                usage=dict(e.usage) if e.usage else None,
+                search_text=e.search_text,
+                created_at=e.created_at,
+            )
+            for e in entries
         )
         self.db.flush()
 
@@ -237,10 +307,17 @@ class CompactionRepository:
         row = self.db.scalars(newest).first()
         return compaction_record(row) if row is not None else None
 
-    def add(self, new: NewCompaction) -> CompactionRecord:
+    def get(self, session_id: str, compaction_id: str) -> CompactionRecord | None:
+        row = self.db.get(CompactionRow, compaction_id)
+        return compaction_record(row) if row is not None and row.session_id == session_id else None
+
+    def add(self, new: NewCompaction, created_at: datetime | None = None) -> CompactionRecord:
         """Records a compaction and counts it on its session. A second record on the same
-        base (session, ordinal) raises DuplicateKeyError when the transaction flushes."""
+        base (session, ordinal) raises DuplicateKeyError when the transaction flushes.
+        `created_at` is given for a record copied in (fork, import)."""
         row = compaction_row(new, new_id())
+        if created_at is not None:
+            row.created_at = created_at
         self.db.add(row)
         self.db.flush()
         self.db.execute(
@@ -257,6 +334,36 @@ class CompactionRepository:
     @staticmethod
     def _records(session_id: str) -> Select[CompactionRow]:
         return select(CompactionRow).where(CompactionRow.session_id == session_id)
+
+
+class SessionChangeRepository:
+    """Recorded changes of sessions' settings, oldest first."""
+
+    def __init__(self, db: Session) -> None:
+        self.db = db
+
+    def add(self, session_id: str, change: SettingsChange) -> None:
+        self.db.add(
+            SessionChangeRow(
+                session_id=session_id,
+                changed_by=change.changed_by,
+                via=change.via,
+                changes={k: dict(v) for k, v in change.changes.items()},
+                created_at=change.created_at,
+            )
+        )
+        self.db.flush()
+
+    def all(self, session_id: str) -> list[SettingsChange]:
+        rows = self.db.scalars(
+            select(SessionChangeRow)
+            .where(SessionChangeRow.session_id == session_id)
+            .order_by(SessionChangeRow.id)
+        ).all()
+        return [
+            SettingsChange(row.changed_by, row.via, dict(row.changes), aware(row.created_at))
+            for row in rows
+        ]
 
 
 class IdempotencyRepository:

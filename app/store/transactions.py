@@ -15,9 +15,11 @@ from app.store.repositories import (
     BoundTurnRepository,
     CompactionRepository,
     IdempotencyRepository,
+    SessionChangeRepository,
     SessionRepository,
     TranscriptRepository,
 )
+from app.store.search import SearchRepository
 from app.store.ui_logins import UiLoginRepository
 
 
@@ -31,6 +33,8 @@ class StoreTransaction:
     idempotency: IdempotencyRepository
     ui_logins: UiLoginRepository
     bound_turns: BoundTurnRepository
+    search: SearchRepository
+    changes: SessionChangeRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -41,6 +45,8 @@ class StoreTransaction:
             IdempotencyRepository(db),
             UiLoginRepository(db),
             BoundTurnRepository(db),
+            SearchRepository(db),
+            SessionChangeRepository(db),
         )
 
 

@@ -136,6 +136,8 @@ class NewCompaction:
     restored_facts: tuple[RestoredFactRecord, ...] = ()
     current_request: str | None = None
     cleared_tool_uses: tuple[ClearedToolUse, ...] = ()
+    # A `revert` record: the compaction whose context it undid.
+    reverted_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +155,28 @@ class TranscriptEntry:
     seq: int
     message: Any
     usage: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """One entry as exported: the message as received, its usage, search text and time."""
+
+    seq: int
+    message: Any
+    usage: Mapping[str, int] | None
+    search_text: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """One recorded change of a session's settings: who, through what, when, and each
+    field's value before and after."""
+
+    changed_by: str
+    via: str
+    changes: Mapping[str, Mapping[str, Any]]
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,10 +38,17 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/sessions/{session_id}/prepare"): "prepare",
     ("POST", "/sessions/{session_id}/compact"): "compact_session",
     ("GET", "/sessions/{session_id}/compactions"): "compactions",
+    ("GET", "/sessions/{session_id}/search"): "search",
+    ("POST", "/sessions/{session_id}/compactions/{compaction_id}/revert"): "revert",
+    ("POST", "/sessions/{session_id}/fork"): "fork",
+    ("PATCH", "/sessions/{session_id}"): "update_session",
+    ("GET", "/sessions/{session_id}/changes"): "settings_changes",
+    ("GET", "/sessions/{session_id}/export"): "export_session",
+    ("POST", "/sessions/import"): "import_session",
 }
 
 # Answers the client unwraps: the method returns this one list field of the JSON object.
-UNWRAPPED = {"compactions": "compactions"}
+UNWRAPPED = {"compactions": "compactions", "settings_changes": "changes"}
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -149,7 +156,10 @@ class Checker:
         content = success[0].get("content", {}) if success else {}
         json_body = content.get("application/json")
         if json_body is None:
-            expected: Any = str if content else type(None)
+            binary = any(
+                media.get("schema", {}).get("format") == "binary" for media in content.values()
+            )
+            expected: Any = (bytes if binary else str) if content else type(None)
             if answer is not expected:
                 self.problems.append(f"{where}: answer should be {expected}, is {answer}")
             return

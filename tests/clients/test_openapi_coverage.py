@@ -49,7 +49,7 @@ def test_drift_is_reported(document: dict[str, Any]) -> None:
     schemas["RestoredFactOut"]["properties"]["source"] = {"type": "string"}
     schemas["ThinkingLevel"]["enum"].append("max")
     schemas["CompactOut"]["properties"]["format"]["enum"].append("mistral")
-    doc["paths"]["/sessions/{session_id}/fork"] = {"post": {"responses": {"200": {}}}}
+    doc["paths"]["/sessions/{session_id}/merge"] = {"post": {"responses": {"200": {}}}}
     doc["paths"]["/sessions"]["get"]["parameters"].append(
         {"name": "tenant", "in": "query", "schema": {"type": "string"}}
     )
@@ -59,5 +59,5 @@ def test_drift_is_reported(document: dict[str, Any]) -> None:
     assert "answer.restored_facts: field 'source' not covered" in found
     assert "'thinking' lacks enum values ['max']" in found
     assert "'format' lacks enum values ['mistral']" in found
-    assert "POST /sessions/{session_id}/fork: no client method" in found
+    assert "POST /sessions/{session_id}/merge: no client method" in found
     assert "GET /sessions: query 'tenant' not sent" in found

@@ -312,3 +312,45 @@ def test_a_cookie_saved_before_logout_no_longer_opens_the_inspector(
         (fresh,) = page.context.cookies()
         assert fresh["value"] != saved["value"]
         assert v.errors == []
+
+
+def test_the_revert_and_fork_buttons_work_without_scripts(site: Site, browser: Browser) -> None:
+    headers = {"Authorization": f"Bearer {ALPHA_KEY}"}
+    turns = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"turn {i}: we keep working on the parser module. " * 8,
+        }
+        for i in range(30)
+    ]
+    with httpx.Client(base_url=site.url, headers=headers, timeout=120) as client:
+        body = {"trigger_tokens": 600, "keep_recent_tokens": 200}
+        sid = client.post("/sessions", json=body).json()["id"]
+        client.post(f"/sessions/{sid}/messages", json={"messages": turns})
+        assert client.post(f"/sessions/{sid}/compact", json={}).json()["compacted"]
+        # Another site's page posting the same form is refused, and nothing changes.
+        record = client.get(f"/sessions/{sid}/compactions").json()["compactions"][0]
+        forged = client.post(
+            f"/ui/sessions/{sid}/compactions/{record['id']}/revert",
+            headers={"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+        )
+        assert forged.status_code == 403
+        assert len(client.get(f"/sessions/{sid}/compactions").json()["compactions"]) == 1
+    with visit(browser, javascript=False) as v:
+        page = v.page
+        log_in(page, site, f"/ui/sessions/{sid}")
+        page.click("form.revert button[type=submit]")
+        page.wait_for_load_state()
+        assert f"/ui/sessions/{sid}" in page.url
+        headings = page.locator("article.compaction h3").all_inner_texts()
+        assert [h.split(" · ")[1] for h in headings] == ["manual", "revert"]
+        page.fill("form.fork input[name=at_seq]", "3")
+        page.click("form.fork button[type=submit]")
+        page.wait_for_load_state()
+        fork_id = page.url.rsplit("/", 1)[-1]
+        assert fork_id != sid and "/ui/sessions/" in page.url
+        assert page.locator("li.entry").count() == 4
+        assert v.errors == []
+    with httpx.Client(base_url=site.url, headers=headers) as client:
+        fork = client.get(f"/sessions/{fork_id}").json()
+        assert fork["message_count"] == 4 and fork["metadata"]["forked_from"]["session_id"] == sid

@@ -8,6 +8,7 @@ from app.api.schemas.history import SummarizerOut
 from app.api.schemas.sessions import (
     CompactionOut,
     ContextOut,
+    FoldedOut,
     PrepareOut,
     SessionIn,
     SessionOut,
@@ -83,6 +84,7 @@ def compaction_out(record: CompactionRecord) -> CompactionOut:
         restored_facts=[RestoredFactOut(kind=f.kind, text=f.text) for f in record.restored_facts],
         current_request=record.current_request,
         cleared_tool_uses=cleared_out(record.cleared_tool_uses),
+        reverted_id=record.reverted_id,
     )
 
 
@@ -98,7 +100,7 @@ def context_out(view: ContextView) -> ContextOut:
     )
 
 
-def prepare_out(result: CompactResult) -> PrepareOut:
+def prepare_out(result: CompactResult, dry_run: bool = False) -> PrepareOut:
     return PrepareOut(
         compacted=result.compacted,
         reason=result.reason,
@@ -106,4 +108,15 @@ def prepare_out(result: CompactResult) -> PrepareOut:
         context=context_out(result.view),
         compaction_ineffective=result.ineffective,
         warning=result.warning,
+        dry_run=dry_run,
+        folded=folded_out(result),
     )
+
+
+def folded_out(result: CompactResult) -> FoldedOut | None:
+    """The entries a compaction folded: from the previous kept start to the new one."""
+    folded = result.folded
+    if folded is None:
+        return None
+    first, last = folded
+    return FoldedOut(from_seq=first, to_seq=last, count=last - first + 1)

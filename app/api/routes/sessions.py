@@ -20,6 +20,7 @@ from app.api.mappers.sessions import (
 from app.api.mappers.strategy import strategy_name
 from app.api.problems import documented
 from app.api.routing import OrjsonRoute, answer_off_loop
+from app.api.schemas.recall import PrepareIn
 from app.api.schemas.sessions import (
     AppendIn,
     AppendOut,
@@ -140,13 +141,19 @@ def get_context(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> Co
 
 @router.post("/{session_id}/prepare", response_model=PrepareOut, responses=_COMPACT)
 async def prepare(
-    session_id: SessionId, request: Request, tenant: Tenant, sessions: Sessions
+    session_id: SessionId,
+    request: Request,
+    tenant: Tenant,
+    sessions: Sessions,
+    body: PrepareIn | None = None,
 ) -> Response:
-    """Before-turn hook: estimate, compact when over the threshold, return the context."""
+    """Before-turn hook: estimate, compact when over the threshold, return the context.
+    With `dry_run: true`, what would happen, writing nothing."""
+    dry_run = body is not None and body.dry_run
     result = await run_until_disconnect(
-        request, lambda gone: sessions.prepare(tenant, session_id, gone)
+        request, lambda gone: sessions.prepare(tenant, session_id, gone, dry_run=dry_run)
     )
-    return await answer_off_loop(lambda: prepare_out(result))
+    return await answer_off_loop(lambda: prepare_out(result, dry_run))
 
 
 @router.post("/{session_id}/compact", response_model=PrepareOut, responses=_COMPACT)
@@ -157,7 +164,8 @@ async def compact_session(
     tenant: Tenant,
     sessions: Sessions,
 ) -> Response:
-    """Compact now (manual, or overflow after a context-too-long error); 409 if nothing."""
+    """Compact now (manual, or overflow after a context-too-long error); 409 if nothing.
+    With `dry_run: true`, the record it would write, writing nothing."""
     result = await run_until_disconnect(
         request,
         lambda gone: sessions.compact(
@@ -168,9 +176,10 @@ async def compact_session(
             body.thinking,
             gone,
             strategy=strategy_name(body.strategy),
+            dry_run=body.dry_run,
         ),
     )
-    return await answer_off_loop(lambda: prepare_out(result))
+    return await answer_off_loop(lambda: prepare_out(result, body.dry_run))
 
 
 @router.get("/{session_id}/compactions", response_model=CompactionListOut, responses=_READ)

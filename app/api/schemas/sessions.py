@@ -100,7 +100,7 @@ class ContextOut(BaseModel):
 class CompactionOut(BaseModel):
     id: str
     created_at: datetime
-    trigger: Literal["auto", "manual", "overflow"]
+    trigger: Literal["auto", "manual", "overflow", "revert"]
     summary: str
     first_kept_seq: int
     tokens_before: int
@@ -116,16 +116,35 @@ class CompactionOut(BaseModel):
         default_factory=list,
         description="Every tool use cleared in the context after this compaction.",
     )
+    reverted_id: str | None = Field(
+        default=None, description="A `revert` record: the compaction whose context it undid."
+    )
 
 
 class CompactionListOut(BaseModel):
     compactions: list[CompactionOut]
 
 
+class FoldedOut(BaseModel):
+    """The transcript entries a compaction folds into its summary."""
+
+    from_seq: int
+    to_seq: int
+    count: int
+
+
 class PrepareOut(BaseModel):
     compacted: bool
     reason: str | None = None
     compaction: CompactionOut | None
+    dry_run: bool = Field(
+        default=False,
+        description="A preview: `compaction` (id `dry-run`) and `context` are what would be "
+        "recorded and sent; nothing was written.",
+    )
+    folded: FoldedOut | None = Field(
+        default=None, description="The entries this compaction folds (none: only cleared)."
+    )
     context: ContextOut
     compaction_ineffective: bool = Field(
         default=False,
@@ -145,4 +164,7 @@ class SessionCompactIn(StrictBody):
     thinking: ThinkingLevel | None = None
     strategy: Strategy | None = Field(
         default=None, description="This compaction only; default: the session's strategy."
+    )
+    dry_run: bool = Field(
+        default=False, description="Answer what would be recorded, writing nothing."
     )

@@ -16,6 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.api.auth import tenant_of_key
 from app.api.deps import Sessions, State
+from app.api.problems import ApiError
 from app.api.ui.auth import (
     COOKIE_NAME,
     clear_login_cookie,
@@ -113,6 +114,7 @@ def session_page(
     session_id: str,
     viewer: Viewer,
     inspector: Inspector,
+    sessions: Sessions,
     page: PageNumber = 1,
 ) -> Response:
     """One session: its token curve, compactions with summary diffs, and its transcript."""
@@ -133,10 +135,40 @@ def session_page(
         {
             "inspection": inspection,
             "chart": layout_chart(inspection.curve),
+            "changes": sessions.settings_changes(viewer, session_id),
             "entries_per_page": ENTRIES_PER_PAGE,
             "tenant": viewer,
         },
     )
+
+
+@router.post("/sessions/{session_id}/compactions/{compaction_id}/revert")
+def revert_compaction(
+    request: Request, session_id: str, compaction_id: str, viewer: Viewer, sessions: Sessions
+) -> Response:
+    """The Revert button: a `revert` record, then the session's page again. Only from
+    the inspector's own pages (the router refuses cross-site posts)."""
+    if viewer is None:
+        return _to_login(request)
+    sessions.revert(viewer, session_id, compaction_id)
+    return RedirectResponse(f"/ui/sessions/{quote(session_id, safe='')}#compactions", 303)
+
+
+@router.post("/sessions/{session_id}/fork")
+async def fork_session(
+    request: Request, session_id: str, viewer: Viewer, sessions: Sessions
+) -> Response:
+    """The Fork button: a new session from entries 0..at_seq, then its page."""
+    if viewer is None:
+        return _to_login(request)
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+    raw = (form.get("at_seq") or [""])[0].strip()
+    if not raw.isdigit():
+        raise ApiError(
+            422, "Invalid fork point", "at_seq must be an entry number", "invalid-fork-point"
+        )
+    fork = await anyio.to_thread.run_sync(sessions.fork, viewer, session_id, int(raw))
+    return RedirectResponse(f"/ui/sessions/{quote(fork.id, safe='')}", 303)
 
 
 @router.get("/requests", response_class=HTMLResponse)

@@ -29,6 +29,13 @@ FOREIGN_SUMMARY_PATTERNS: tuple[str, ...] = (
     r"This session is being continued from a previous conversation that ran out of "
     r"context\.[^\n]*\n",
 )
+# The one line a session's summary message ends with when recall over MCP is on (SPEC
+# §17): the agent learns that nothing was deleted, and how to look it up.
+RECALL_LINE_PREFIX = "[Full history searchable:"
+RECALL_LINE = (
+    RECALL_LINE_PREFIX + " nothing was deleted; call the MCP tool search_history with "
+    'session_id "{session_id}" to find what this summary left out]'
+)
 _SUMMARY_TAGS = re.compile(r"\A<summary>\s*(.*?)\s*</summary>\s*\Z", re.DOTALL)
 
 
@@ -38,15 +45,21 @@ class SummaryMarker:
 
     line: str = SUMMARY_MARKER
     foreign_patterns: tuple[str, ...] = FOREIGN_SUMMARY_PATTERNS
+    # A session's summary message ends with the recall line (on while MCP is served).
+    recall_hint: bool = False
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = tuple(re.compile(p) for p in self.foreign_patterns)
         object.__setattr__(self, "_compiled", compiled)
 
-    def render(self, summary: str) -> str:
-        """Marker line, a blank line, then the summary."""
-        return f"{self.line}\n\n{summary.strip()}"
+    def render(self, summary: str, recall_session: str | None = None) -> str:
+        """Marker line, a blank line, then the summary; with `recall_session`, a last line
+        saying that session's full history can be searched."""
+        text = f"{self.line}\n\n{summary.strip()}"
+        if recall_session is not None:
+            text += "\n\n" + RECALL_LINE.format(session_id=recall_session)
+        return text
 
     @staticmethod
     def parse(text: str) -> str | None:
@@ -56,7 +69,10 @@ class SummaryMarker:
         end = text.find(_MARKER_END)
         if end == -1:
             return None
-        return text[end + len(_MARKER_END) :]
+        body = text[end + len(_MARKER_END) :]
+        # The recall line is ours, not part of the summary an update starts from.
+        recall = body.rfind("\n\n" + RECALL_LINE_PREFIX)
+        return body[:recall] if recall != -1 and "\n" not in body[recall + 2 :] else body
 
     def parse_any(self, text: str) -> str | None:
         """The summary body of our marker or of another agent's summary message."""

@@ -126,7 +126,9 @@ class InspectorService:
         """The summary's tokens and what the placeholders change on the kept tail."""
         summary_tokens = 0
         if record.summary:
-            summary = wire.summary_message(self._sessions.marker.render(record.summary))
+            marker = self._sessions.marker
+            recall = session.id if marker.recall_hint else None
+            summary = wire.summary_message(marker.render(record.summary, recall))
             summary_tokens = self._message_counts(wire, session, [summary])[0]
         delta = 0
         cleared = record.cleared_tool_uses
@@ -173,6 +175,7 @@ def _compaction_views(
         previous_summary = previous.summary if previous is not None else ""
         views.append(
             CompactionView(
+                id=record.id,
                 ordinal=record.ordinal,
                 trigger=record.trigger,
                 strategy=record.strategy,

@@ -65,6 +65,7 @@ class ClearedUse:
 class CompactionView:
     """One compaction as the page shows it."""
 
+    id: str
     ordinal: int
     trigger: str
     strategy: str

@@ -20,6 +20,7 @@ from app.services.format_mismatch import mismatch_error
 from app.services.json_bytes import json_bytes
 from app.services.sessions.context import session_format
 from app.services.sessions.errors import IdempotencyMismatchError, SessionNotFoundError
+from app.services.sessions.indexing import LOOK_BACK_ENTRIES, batch_texts
 from app.services.sessions.transactions import SessionStore
 from app.store.errors import DuplicateKeyError, RowGoneError
 from app.store.transactions import StoreTransaction
@@ -121,8 +122,7 @@ class TranscriptLog:
         # Undecided (None) means valid in every format; the default parser checks it again.
         parser = FORMATS.get(fmt) if fmt else FORMATS.default
         try:
-            for i, message in enumerate(messages):
-                parser.parse_message(message, f"messages[{i}]")
+            parsed = [parser.parse_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
         except InvalidHistoryError as exc:
             if session.format is None:
                 raise
@@ -142,7 +142,18 @@ class TranscriptLog:
                 leading = parser.leading_system_count(messages)
                 if leading:
                     tx.sessions.extend_system_prefix(session_id, leading)
-            tx.transcript.append(session_id, first, messages, usage)
+            texts = batch_texts(
+                parser,
+                messages,
+                parsed,
+                lambda: [
+                    e.message
+                    for e in tx.transcript.page(
+                        session_id, max(0, first - LOOK_BACK_ENTRIES), min(first, LOOK_BACK_ENTRIES)
+                    )
+                ],
+            )
+            tx.transcript.append(session_id, first, messages, usage, texts)
             result = AppendResult(len(messages), first, first + len(messages) - 1)
         if idempotency_key is not None:
             tx.idempotency.add(session_id, idempotency_key, IdempotentAppend(request_hash, result))

@@ -40,7 +40,7 @@ from app.services.sessions.context import (
     compacted_context,
 )
 from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
-from app.services.sessions.records import new_compaction
+from app.services.sessions.records import new_compaction, preview_record
 from app.services.sessions.stall import stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
@@ -76,6 +76,8 @@ class CompactResult:
     # Automatic compaction could not bring the context under the threshold.
     ineffective: bool = False
     warning: str | None = None
+    # The transcript entries (first, last seq) this compaction folded into its summary.
+    folded: tuple[int, int] | None = None
 
 
 class SessionCompactor:
@@ -131,6 +133,8 @@ class SessionCompactor:
         caller_gone: CallerGone = lambda: False,
         prompt: ForwardedPrompt | None = None,
         wait_seconds: float = 0.0,
+        *,
+        dry_run: bool = False,
     ) -> CompactResult:
         """The before-turn hook: estimate; compact when over the threshold; the context.
 
@@ -141,7 +145,13 @@ class SessionCompactor:
         With `wait_seconds`, a compaction someone else is running is waited for (that long
         at most) and its result used; past that, the context is answered as it is. With
         none, this compacts anyway (two compactions on one base: the second gets 409).
+        With `dry_run`, the answer is what would happen, and nothing is written.
         """
+        if dry_run:
+            # What would happen: no lease is taken (that is a write too).
+            view = await _in_thread(self.context, tenant, session_id, prompt)
+            waived = self._not_due(view)
+            return waived or await self._compact_due(view, caller_gone, dry_run=True)
         deadline = time.monotonic() + wait_seconds
         owner = str(uuid.uuid4())
         while True:
@@ -199,15 +209,26 @@ class SessionCompactor:
             )
         return None
 
-    async def _compact_due(self, view: ContextView, caller_gone: CallerGone) -> CompactResult:
+    async def _compact_due(
+        self, view: ContextView, caller_gone: CallerGone, *, dry_run: bool = False
+    ) -> CompactResult:
         session = view.context.session
         entry_count = session.entry_count
         try:
             result = await self._compact(
-                view.context, "auto", None, None, caller_gone, force=False, counted=view.counted
+                view.context,
+                "auto",
+                None,
+                None,
+                caller_gone,
+                force=False,
+                counted=view.counted,
+                dry_run=dry_run,
             )
         except IneffectiveCompactionError as exc:
             result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
+        if dry_run:
+            return result
         if result.view.counted.should_compact:
             stall = stall_of(result.view.context, result.view.counted, entry_count)
             await _in_thread(self._set_stall, session, stall)
@@ -271,11 +292,21 @@ class SessionCompactor:
         caller_gone: CallerGone = lambda: False,
         strategy: StrategyName | None = None,
         prompt: ForwardedPrompt | None = None,
+        *,
+        dry_run: bool = False,
     ) -> CompactResult:
-        """A manual or overflow compaction, regardless of the threshold; 409 if nothing."""
+        """A manual or overflow compaction, regardless of the threshold; 409 if nothing.
+        With `dry_run`, what it would record, writing nothing."""
         context = await _in_thread(self.load_context, tenant, session_id, prompt)
         result = await self._compact(
-            context, trigger, instructions, thinking, caller_gone, force=True, strategy=strategy
+            context,
+            trigger,
+            instructions,
+            thinking,
+            caller_gone,
+            force=True,
+            strategy=strategy,
+            dry_run=dry_run,
         )
         if not result.compacted:
             raise NothingToCompactError(result.reason or "nothing to compact")
@@ -292,9 +323,11 @@ class SessionCompactor:
         force: bool,
         strategy: StrategyName | None = None,
         counted: CountedHistory | None = None,
+        dry_run: bool = False,
     ) -> CompactResult:
-        """Compacts `context` (already counted as `counted` when given) and records it;
-        the new context is built from the outcome, not read and counted again."""
+        """Compacts `context` (already counted as `counted` when given) and records it
+        (with `dry_run`, only shows the record); the new context is built from the
+        outcome, not read and counted again."""
         session = context.session
         settings = session.settings
         options = CompactOptions(
@@ -306,6 +339,7 @@ class SessionCompactor:
             clear=settings.effective_clear,
             pinned=settings.pinned,
             subject={"session_id": session.id},
+            recall_session=session.id if self.marker.recall_hint else None,
         )
         history = context.history()
         if settings.keep_recent_tokens is None:
@@ -315,9 +349,18 @@ class SessionCompactor:
             view = ContextView(context, outcome.counted)
             return CompactResult(compacted=False, record=None, view=view, reason=outcome.reason)
         new = new_compaction(context, outcome, trigger, instructions)
-        record = await _in_thread(self._record, context.session, new)
+        if dry_run:
+            record = preview_record(new)
+        else:
+            record = await _in_thread(self._record, context.session, new)
         view = _compacted_view(context, outcome, record)
-        return CompactResult(compacted=True, record=record, view=view, outcome=outcome)
+        return CompactResult(
+            compacted=True,
+            record=record,
+            view=view,
+            outcome=outcome,
+            folded=_folded(context, record),
+        )
 
     async def _scaled_keep(
         self, history: HistoryInput, counted: CountedHistory | None
@@ -343,6 +386,13 @@ class SessionCompactor:
                 "another compaction of this session finished first from the same history; "
                 "fetch the context again and retry if still needed"
             ) from exc
+
+
+def _folded(context: SessionContext, record: CompactionRecord) -> tuple[int, int] | None:
+    """The entries `record` folds: from where the context's kept entries started."""
+    latest, prefix = context.latest, context.session.system_prefix_count
+    start = max(latest.first_kept_seq, prefix) if latest is not None else prefix
+    return (start, record.first_kept_seq - 1) if record.first_kept_seq > start else None
 
 
 def _compacted_view(

@@ -101,7 +101,8 @@ def build_context(
         seqs.append(entry.seq)
     # A record that only cleared tool results, on a session never summarized, has none.
     if latest is not None and latest.summary:
-        messages.append(wire.summary_message(marker.render(latest.summary)))
+        recall = session.id if marker.recall_hint else None
+        messages.append(wire.summary_message(marker.render(latest.summary, recall)))
         seqs.append(None)
     usage: list[UsageReport] = []
     covered = latest.covered_seq if latest is not None else 0

@@ -7,9 +7,26 @@ among them, so the context is rebuilt from the untouched transcript.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from app.services.compaction import CompactionOutcome
 from app.services.sessions.context import SessionContext
-from app.store.views import NO_SUMMARIZER, NewCompaction, RestoredFactRecord, SummarizerRecord
+from app.store.views import (
+    NO_SUMMARIZER,
+    CompactionRecord,
+    NewCompaction,
+    RestoredFactRecord,
+    SummarizerRecord,
+)
+
+# The id of a record that a dry run shows and never writes.
+DRY_RUN_ID = "dry-run"
+
+
+def preview_record(new: NewCompaction) -> CompactionRecord:
+    """The record `new` would become, shown by a dry run and never written."""
+    fields = {name: getattr(new, name) for name in NewCompaction.__dataclass_fields__}
+    return CompactionRecord(id=DRY_RUN_ID, created_at=datetime.now(UTC), **fields)
 
 
 def new_compaction(

@@ -1,5 +1,6 @@
 """Session use cases behind one facade: the catalog (create, read, list, delete), the
-transcript log (append, read back) and the compactor (context, prepare, compact).
+transcript log (append, read back), the compactor (context, prepare, compact) and the
+controls over them (search, revert, fork, settings changes, export and import).
 
 Everything handed out is a frozen view (`views.py`), never an ORM row.
 """
@@ -16,6 +17,7 @@ from app.services.sessions.appends import (
     AppendResult,
     TranscriptLog,
 )
+from app.services.sessions.bundles import SessionBundles
 from app.services.sessions.catalog import NewSession, SessionCatalog
 from app.services.sessions.compactions import (
     DEFAULT_COMPACTION_LEASE,
@@ -24,6 +26,9 @@ from app.services.sessions.compactions import (
     SessionCompactor,
 )
 from app.services.sessions.context import ForwardedPrompt, context_before
+from app.services.sessions.revisions import RevertResult, SessionRevisions
+from app.services.sessions.search import SearchResult, TranscriptSearch
+from app.services.sessions.settings_changes import SessionSettingsEditor
 from app.services.sessions.transactions import SessionStore
 from app.services.sessions.turns import BoundTurnResult, TurnLog, TurnRequest
 from app.store.transactions import SessionDatabase
@@ -35,6 +40,8 @@ __all__ = [
     "ContextView",
     "ForwardedPrompt",
     "NewSession",
+    "RevertResult",
+    "SearchResult",
     "SessionService",
     "TurnRequest",
 ]
@@ -60,6 +67,10 @@ class SessionService:
         log = TranscriptLog(store, idempotency_retention)
         compactor = SessionCompactor(store, estimation, compaction, self.marker, compaction_lease)
         turns = TurnLog(store, log, compactor.read_context, idempotency_retention)
+        search = TranscriptSearch(store)
+        revisions = SessionRevisions(store, estimation, self.marker)
+        settings = SessionSettingsEditor(store)
+        bundles = SessionBundles(store)
         # None when the store answers and its tables exist, else what is wrong.
         self.check_database = store.check_database
         # The catalog: a new, empty session with its settings; one; a page of the
@@ -80,10 +91,23 @@ class SessionService:
         # with its estimate; the before-turn hook (compact when over the threshold; with
         # `wait_seconds`, a compaction already running is waited for); a manual or
         # overflow compaction regardless of the threshold (409 if nothing).
+        # Both take `dry_run` (what would happen, writing nothing).
         self.compactions = compactor.compactions
         self.context = compactor.context
         self.prepare = compactor.prepare
         self.compact = compactor.compact
+        # Full-text search over the transcript, folded entries included, best first.
+        self.search = search.search
+        # Revert: the context before a compaction again, as a new `revert` record.
+        # Fork: a new session from entries up to a sequence, sharing nothing mutable.
+        self.revert = revisions.revert
+        self.fork = revisions.fork
+        # Settings changes: applied to the session and recorded (who, when, what).
+        self.update_settings = settings.update
+        self.settings_changes = settings.changes
+        # Export (a JSON Lines bundle, a line at a time) and import (all or nothing).
+        self.export = bundles.export
+        self.import_bundle = bundles.import_bundle
 
     def context_before(self, view: ContextView, end_seq: int) -> ContextView:
         """`view` without the entries from `end_seq` on, counted again."""

@@ -11,6 +11,7 @@ from app.store.views import (
     RestoredFactRecord,
     SessionSettings,
     SessionView,
+    SettingsChange,
     SummarizerRecord,
     TranscriptEntry,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "RestoredFactRecord",
     "SessionSettings",
     "SessionView",
+    "SettingsChange",
     "SummarizerRecord",
     "TranscriptEntry",
 ]

@@ -8,14 +8,20 @@ import type {
   ContextOut,
   EstimateIn,
   EstimateOut,
+  ForkIn,
   HealthOut,
   Operation,
+  PrepareIn,
   PrepareOut,
   ReadyOut,
+  RevertOut,
+  SearchOut,
   SessionCompactIn,
   SessionIn,
   SessionListOut,
   SessionOut,
+  SessionPatchIn,
+  SettingsChangeListOut,
   SystemPromptIn,
   SystemPromptOut,
   TranscriptOut,
@@ -35,20 +41,29 @@ export interface Page {
   limit?: number;
 }
 
+export interface SearchOptions {
+  /** At most this many hits (1–100, default 10). */
+  limit?: number;
+  /** Only entries compaction folded away. */
+  foldedOnly?: boolean;
+}
+
 export interface AppendOptions {
   /** The same key with the same batch appends nothing and answers the same. */
   idempotencyKey?: string;
 }
 
-type Query = Record<string, number | undefined>;
+type Query = Record<string, number | string | boolean | undefined>;
 
 interface Call {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   body?: unknown;
+  /** A body sent as is (an export bundle), instead of `body` as JSON. */
+  raw?: { bytes: Uint8Array; contentType: string };
   query?: Query;
   headers?: Record<string, string>;
-  answer: "json" | "text" | "none";
+  answer: "json" | "text" | "bytes" | "none";
 }
 
 const DEFAULT_TIMEOUT_MS = 180_000;
@@ -74,6 +89,13 @@ export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
   "POST /sessions/{session_id}/prepare": "prepare",
   "POST /sessions/{session_id}/compact": "compactSession",
   "GET /sessions/{session_id}/compactions": "compactions",
+  "GET /sessions/{session_id}/search": "search",
+  "POST /sessions/{session_id}/compactions/{compaction_id}/revert": "revert",
+  "POST /sessions/{session_id}/fork": "fork",
+  "PATCH /sessions/{session_id}": "updateSession",
+  "GET /sessions/{session_id}/changes": "settingsChanges",
+  "GET /sessions/{session_id}/export": "exportSession",
+  "POST /sessions/import": "importSession",
 };
 
 function sessionPath(sessionId: string, suffix = ""): string {
@@ -107,12 +129,19 @@ export class CompactorClient {
     };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     if (call.body !== undefined) headers["content-type"] = "application/json";
+    if (call.raw !== undefined) headers["content-type"] = call.raw.contentType;
     let response: Response;
     try {
       response = await this.#fetch(url, {
         method: call.method,
         headers,
-        body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        body:
+          call.raw !== undefined
+            ? // A bundle is an ordinary (ArrayBuffer-backed) byte array, never a shared one.
+              (call.raw.bytes as Uint8Array<ArrayBuffer>)
+            : call.body === undefined
+              ? undefined
+              : JSON.stringify(call.body),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (error) {
@@ -121,6 +150,7 @@ export class CompactorClient {
     if (!response.ok) throw await errorFromResponse(response, call.method, url);
     if (call.answer === "none") return undefined as T;
     if (call.answer === "text") return (await response.text()) as T;
+    if (call.answer === "bytes") return new Uint8Array(await response.arrayBuffer()) as T;
     let body: unknown;
     try {
       body = await response.json();
@@ -207,10 +237,13 @@ export class CompactorClient {
     return this.#send({ method: "GET", path, answer: "json" });
   }
 
-  /** POST /sessions/{id}/prepare: the before-turn hook (compacts when over the threshold). */
-  prepare(sessionId: string): Promise<PrepareOut> {
+  /**
+   * POST /sessions/{id}/prepare: the before-turn hook (compacts when over the threshold);
+   * with `{ dry_run: true }`, what it would do, writing nothing.
+   */
+  prepare(sessionId: string, body?: PrepareIn): Promise<PrepareOut> {
     const path = sessionPath(sessionId, "/prepare");
-    return this.#send({ method: "POST", path, answer: "json" });
+    return this.#send({ method: "POST", path, body, answer: "json" });
   }
 
   /** POST /sessions/{id}/compact: compact now; 409 when there is nothing to compact. */
@@ -223,5 +256,49 @@ export class CompactorClient {
   compactions(sessionId: string): Promise<CompactionListOut> {
     const path = sessionPath(sessionId, "/compactions");
     return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/search: transcript entries by full text, folded ones included. */
+  search(sessionId: string, q: string, options: SearchOptions = {}): Promise<SearchOut> {
+    const path = sessionPath(sessionId, "/search");
+    const query: Query = { q, limit: options.limit };
+    if (options.foldedOnly) query.folded_only = "true";
+    return this.#send({ method: "GET", path, query, answer: "json" });
+  }
+
+  /** POST /sessions/{id}/compactions/{cid}/revert: the context before it, as a new record. */
+  revert(sessionId: string, compactionId: string): Promise<RevertOut> {
+    if (!compactionId) throw new TypeError("compactionId must not be empty");
+    const path = sessionPath(sessionId, `/compactions/${encodeURIComponent(compactionId)}/revert`);
+    return this.#send({ method: "POST", path, answer: "json" });
+  }
+
+  /** POST /sessions/{id}/fork: a new session from entries 0..at_seq. */
+  fork(sessionId: string, body: ForkIn): Promise<SessionOut> {
+    const path = sessionPath(sessionId, "/fork");
+    return this.#send({ method: "POST", path, body, answer: "json" });
+  }
+
+  /** PATCH /sessions/{id}: change its settings (null: back to the default); recorded. */
+  updateSession(sessionId: string, body: SessionPatchIn): Promise<SessionOut> {
+    return this.#send({ method: "PATCH", path: sessionPath(sessionId), body, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/changes: every recorded settings change, oldest first. */
+  settingsChanges(sessionId: string): Promise<SettingsChangeListOut> {
+    const path = sessionPath(sessionId, "/changes");
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/export: the JSON Lines bundle, as bytes. */
+  exportSession(sessionId: string): Promise<Uint8Array> {
+    const path = sessionPath(sessionId, "/export");
+    return this.#send({ method: "GET", path, answer: "bytes" });
+  }
+
+  /** POST /sessions/import: a new session from a bundle (422 when cut or altered). */
+  importSession(bundle: Uint8Array): Promise<SessionOut> {
+    const raw = { bytes: bundle, contentType: "application/x-ndjson" };
+    return this.#send({ method: "POST", path: "/sessions/import", raw, answer: "json" });
   }
 }

@@ -1,5 +1,5 @@
 export { CompactorClient, OPERATION_METHODS } from "./client.js";
-export type { AppendOptions, ClientOptions, Page } from "./client.js";
+export type { AppendOptions, ClientOptions, Page, SearchOptions } from "./client.js";
 export {
   CompactorAPIError,
   TIMEOUT_ERROR,

@@ -136,12 +136,14 @@ export interface CompactionOut {
   instructions: string | null;
   previous_id: string | null;
   restored_facts?: RestoredFactOut[];
+  /** A `revert` record: the compaction whose context it undid. */
+  reverted_id?: string | null;
   strategy?: "summarize" | "clear_tool_results" | "auto";
   summarizer: SummarizerOut;
   summary: string;
   tokens_after: number;
   tokens_before: number;
-  trigger: "auto" | "manual" | "overflow";
+  trigger: "auto" | "manual" | "overflow" | "revert";
 }
 
 export interface ContextOut {
@@ -205,6 +207,19 @@ export interface EstimateOut {
   usage_anchor_index?: number | null;
 }
 
+/** The transcript entries a compaction folds into its summary. */
+export interface FoldedOut {
+  count: number;
+  from_seq: number;
+  to_seq: number;
+}
+
+/** Body of POST /sessions/{id}/fork. */
+export interface ForkIn {
+  /** The last entry the new session keeps (entries 0..at_seq). */
+  at_seq: number;
+}
+
 export interface HealthOut {
   status: string;
 }
@@ -215,12 +230,22 @@ export interface InputTokenDetails {
   [field: string]: unknown;
 }
 
+/** Body of POST /sessions/{id}/prepare (optional). */
+export interface PrepareIn {
+  /** Answer what would happen, writing nothing (a preview). */
+  dry_run?: boolean;
+}
+
 export interface PrepareOut {
   compacted: boolean;
   compaction: CompactionOut | null;
   /** Automatic compaction cannot bring the context under the threshold; it is not tried again until new messages arrive. */
   compaction_ineffective?: boolean;
   context: ContextOut;
+  /** A preview: `compaction` (id `dry-run`) and `context` are what would be recorded and sent; nothing was written. */
+  dry_run?: boolean;
+  /** The entries this compaction folds (none: only cleared). */
+  folded?: FoldedOut | null;
   reason?: string | null;
   warning?: string | null;
 }
@@ -247,8 +272,37 @@ export interface RestoredFactOut {
   text: string;
 }
 
+export interface RevertOut {
+  /** The new record, trigger `revert`. */
+  compaction: CompactionOut;
+  context: ContextOut;
+}
+
+export interface SearchHitOut {
+  /** True when compaction folded the entry away: the context no longer holds it verbatim (only the summary does). */
+  folded: boolean;
+  /** 1 is the best match. */
+  rank: number;
+  role: string;
+  /** Relevance; higher is better (backend-specific scale). */
+  score: number;
+  /** The entry's sequence number in the transcript. */
+  seq: number;
+  /** The matching text, matched words between ** and **. */
+  snippet: string;
+}
+
+export interface SearchOut {
+  hits: SearchHitOut[];
+  /** all: every word matched; any: no entry held every word, so entries holding any of them are listed. */
+  match: "all" | "any";
+  query: string;
+}
+
 /** Body of POST /sessions/{id}/compact. */
 export interface SessionCompactIn {
+  /** Answer what would be recorded, writing nothing. */
+  dry_run?: boolean;
   instructions?: string | null;
   reason?: "manual" | "overflow";
   /** This compaction only; default: the session's strategy. */
@@ -304,6 +358,31 @@ export interface SessionOut {
   thinking?: ThinkingLevel | null;
   tools: Record<string, unknown>[];
   trigger_tokens?: number | null;
+}
+
+/** Body of PATCH /sessions/{id}: the fields given change (null: back to the default). */
+export interface SessionPatchIn {
+  context_window?: number | null;
+  keep_recent_tokens?: number | null;
+  model?: string | null;
+  reserve_tokens?: number | null;
+  /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
+  strategy?: "summarize" | "clear_tool_results" | "auto" | null;
+  thinking?: ThinkingLevel | null;
+  trigger_tokens?: number | null;
+}
+
+export interface SettingsChangeListOut {
+  changes: SettingsChangeOut[];
+}
+
+export interface SettingsChangeOut {
+  /** The tenant whose key made the change. */
+  changed_by: string;
+  /** Each changed field: {before, after}. */
+  changes: Record<string, unknown>;
+  created_at: string;
+  via: "api" | "inspector";
 }
 
 export interface SkillIn {
@@ -414,13 +493,20 @@ export type Operation =
   | "GET /readyz"
   | "GET /sessions"
   | "GET /sessions/{session_id}"
+  | "GET /sessions/{session_id}/changes"
   | "GET /sessions/{session_id}/compactions"
   | "GET /sessions/{session_id}/context"
+  | "GET /sessions/{session_id}/export"
+  | "GET /sessions/{session_id}/search"
   | "GET /sessions/{session_id}/transcript"
+  | "PATCH /sessions/{session_id}"
   | "POST /compact"
   | "POST /context/system"
   | "POST /estimate"
   | "POST /sessions"
+  | "POST /sessions/import"
   | "POST /sessions/{session_id}/compact"
+  | "POST /sessions/{session_id}/compactions/{compaction_id}/revert"
+  | "POST /sessions/{session_id}/fork"
   | "POST /sessions/{session_id}/messages"
   | "POST /sessions/{session_id}/prepare";

@@ -176,6 +176,45 @@ describe("sessions", () => {
   });
 });
 
+describe("recall and control", () => {
+  test("search, preview, revert, fork, settings changes, export and import", async () => {
+    const session = await compactor.createSession({ trigger_tokens: 4000, keep_recent_tokens: 1000 });
+    const planted = { role: "assistant", content: "The release codename is HALIBUT." };
+    await compactor.appendMessages(session.id, { messages: [...turns(3), planted, ...turns(6)] });
+    const preview = await compactor.prepare(session.id, { dry_run: true });
+    assert.equal(preview.dry_run, true);
+    assert.equal(preview.compaction?.id, "dry-run");
+    assert.deepEqual((await compactor.compactions(session.id)).compactions, []);
+    const done = await compactor.prepare(session.id);
+    assert.equal(done.compacted, true);
+    const found = await compactor.search(session.id, "codename", { limit: 5, foldedOnly: true });
+    assert.deepEqual(
+      found.hits.map((h) => [h.seq, h.folded]),
+      [[6, true]],
+    );
+    const reverted = await compactor.revert(session.id, done.compaction.id);
+    assert.equal(reverted.compaction.trigger, "revert");
+    assert.equal(reverted.compaction.reverted_id, done.compaction.id);
+    const fork = await compactor.fork(session.id, { at_seq: 6 });
+    assert.equal(fork.message_count, 7);
+    const patched = await compactor.updateSession(session.id, { keep_recent_tokens: 800 });
+    assert.equal(patched.keep_recent_tokens, 800);
+    const { changes } = await compactor.settingsChanges(session.id);
+    assert.equal(changes.length, 1);
+    assert.deepEqual(changes[0].changes.keep_recent_tokens, { before: 1000, after: 800 });
+    const bundle = await compactor.exportSession(session.id);
+    const restored = await compactor.importSession(bundle);
+    assert.equal(restored.message_count, 19);
+    assert.deepEqual(
+      (await compactor.transcript(restored.id, { limit: 100 })).messages,
+      (await compactor.transcript(session.id, { limit: 100 })).messages,
+    );
+    await assert.rejects(compactor.importSession(bundle.slice(0, bundle.length - 10)), {
+      status: 422,
+    });
+  });
+});
+
 describe("errors", () => {
   test("a 422 carries the field to fix", async () => {
     await assert.rejects(

@@ -41,6 +41,7 @@ class ClientBase(Generic[HttpClient]):
             "method": call.method,
             "url": self.base_url + call.path,
             "json": call.json,
+            "content": call.content,
             "params": call.params,
             "headers": request_headers(self._api_key, call.headers),
             "timeout": self._timeout,

@@ -15,6 +15,7 @@ from context_compactor._models import CompactResult, Estimate, Health, Readiness
 from context_compactor._requests import (
     CompactOptions,
     EstimateOptions,
+    SessionChanges,
     SessionOptions,
     SystemPromptOptions,
     UsageReport,
@@ -24,9 +25,13 @@ from context_compactor._session_models import (
     CompactionRecord,
     Context,
     PrepareResult,
+    RevertResult,
+    SearchResult,
     Session,
     SessionPage,
+    SettingsChange,
     Transcript,
+    parse_changes,
     parse_compactions,
 )
 from context_compactor._types import CompactReason, Strategy, ThinkingLevel
@@ -42,8 +47,9 @@ class Call(Generic[T]):
     path: str
     parse: Callable[[httpx.Response], T]
     json: dict[str, Any] | None = None
-    params: dict[str, int] | None = None
+    params: dict[str, Any] | None = None
     headers: dict[str, str] | None = None
+    content: bytes | None = None
 
     def finish(self, response: httpx.Response) -> T:
         """The parsed answer, or CompactorAPIError for a non-2xx or malformed one."""
@@ -71,6 +77,10 @@ def _no_body(response: httpx.Response) -> None:
 
 def _text(response: httpx.Response) -> str:
     return response.text
+
+
+def _bytes(response: httpx.Response) -> bytes:
+    return response.content
 
 
 def _body(**fields: Any) -> dict[str, Any]:
@@ -154,8 +164,9 @@ def context(session_id: str) -> Call[Context]:
     return Call("GET", _session_path(session_id, "/context"), _json(Context.parse))
 
 
-def prepare(session_id: str) -> Call[PrepareResult]:
-    return Call("POST", _session_path(session_id, "/prepare"), _json(PrepareResult.parse))
+def prepare(session_id: str, dry_run: bool = False) -> Call[PrepareResult]:
+    body = {"dry_run": True} if dry_run else None
+    return Call("POST", _session_path(session_id, "/prepare"), _json(PrepareResult.parse), body)
 
 
 def compact_session(
@@ -164,10 +175,56 @@ def compact_session(
     instructions: str | None,
     thinking: ThinkingLevel | None,
     strategy: Strategy | None,
+    dry_run: bool = False,
 ) -> Call[PrepareResult]:
-    body = _body(reason=reason, instructions=instructions, thinking=thinking, strategy=strategy)
+    body = _body(
+        reason=reason,
+        instructions=instructions,
+        thinking=thinking,
+        strategy=strategy,
+        dry_run=dry_run or None,
+    )
     return Call("POST", _session_path(session_id, "/compact"), _json(PrepareResult.parse), body)
 
 
 def compactions(session_id: str) -> Call[list[CompactionRecord]]:
     return Call("GET", _session_path(session_id, "/compactions"), _json(parse_compactions))
+
+
+def search(session_id: str, q: str, limit: int, folded_only: bool) -> Call[SearchResult]:
+    params: dict[str, Any] = {"q": q, "limit": limit}
+    if folded_only:
+        params["folded_only"] = "true"
+    return Call(
+        "GET", _session_path(session_id, "/search"), _json(SearchResult.parse), params=params
+    )
+
+
+def revert(session_id: str, compaction_id: str) -> Call[RevertResult]:
+    if not compaction_id:
+        raise ValueError("compaction_id must not be empty")
+    path = _session_path(session_id, f"/compactions/{quote(compaction_id, safe='')}/revert")
+    return Call("POST", path, _json(RevertResult.parse))
+
+
+def fork(session_id: str, at_seq: int) -> Call[Session]:
+    body = {"at_seq": at_seq}
+    return Call("POST", _session_path(session_id, "/fork"), _json(Session.parse), body)
+
+
+def update_session(session_id: str, changes: SessionChanges) -> Call[Session]:
+    # Here None is sent: it sets the setting back to the service's default.
+    return Call("PATCH", _session_path(session_id), _json(Session.parse), dict(changes))
+
+
+def settings_changes(session_id: str) -> Call[list[SettingsChange]]:
+    return Call("GET", _session_path(session_id, "/changes"), _json(parse_changes))
+
+
+def export_session(session_id: str) -> Call[bytes]:
+    return Call("GET", _session_path(session_id, "/export"), _bytes)
+
+
+def import_session(bundle: bytes) -> Call[Session]:
+    headers = {"Content-Type": "application/x-ndjson"}
+    return Call("POST", "/sessions/import", _json(Session.parse), headers=headers, content=bundle)

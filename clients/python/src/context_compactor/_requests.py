@@ -142,3 +142,15 @@ class SystemPromptOptions(TypedDict, total=False):
     subagents: Sequence[Subagent]
     model: str
     tokenizer: TokenizerName
+
+
+class SessionChanges(TypedDict, total=False):
+    """PATCH /sessions/{id}: the settings to change (None sets one back to the default)."""
+
+    model: str | None
+    context_window: int | None
+    reserve_tokens: int | None
+    trigger_tokens: int | None
+    keep_recent_tokens: int | None
+    strategy: Strategy | None
+    thinking: ThinkingLevel | None

@@ -19,12 +19,16 @@ from context_compactor._models import (
 )
 from context_compactor._types import (
     APPLIED_STEPS,
+    CHANGED_VIA,
     FORMATS,
+    SEARCH_MATCHES,
     STRATEGIES,
     THINKING_LEVELS,
     TRIGGERS,
     AppliedStep,
+    ChangedVia,
     Format,
+    SearchMatch,
     Strategy,
     ThinkingLevel,
     Trigger,
@@ -203,6 +207,8 @@ class CompactionRecord:
     cleared_tool_uses: list[ClearedToolUse]
     restored_facts: list[RestoredFact]
     current_request: str | None
+    reverted_id: str | None
+    """For a `revert` record: the compaction it undid."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -223,7 +229,25 @@ class CompactionRecord:
             cleared_tool_uses=cleared_tool_uses(raw),
             restored_facts=restored_facts(raw),
             current_request=f.opt_text(raw, "current_request"),
+            reverted_id=f.opt_text(raw, "reverted_id"),
             raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The transcript entries a compaction folds into its summary."""
+
+    from_seq: int
+    to_seq: int
+    count: int
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Folded:
+        return cls(
+            from_seq=f.integer(raw, "from_seq"),
+            to_seq=f.integer(raw, "to_seq"),
+            count=f.integer(raw, "count"),
         )
 
 
@@ -238,11 +262,15 @@ class PrepareResult:
     compaction_ineffective: bool
     """The kept tail alone is over the threshold: compacting again would not help."""
     warning: str | None
+    dry_run: bool
+    """A preview: `compaction` (id `dry-run`) and `context` were not written."""
+    folded: Folded | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> PrepareResult:
         compaction = f.opt_obj(raw, "compaction")
+        folded = f.opt_obj(raw, "folded")
         return cls(
             compacted=f.flag(raw, "compacted"),
             reason=f.opt_text(raw, "reason"),
@@ -250,6 +278,8 @@ class PrepareResult:
             context=Context.parse(f.obj(raw, "context")),
             compaction_ineffective=f.flag_or(raw, "compaction_ineffective", False),
             warning=f.opt_text(raw, "warning"),
+            dry_run=f.flag_or(raw, "dry_run", False),
+            folded=None if folded is None else Folded.parse(folded),
             raw=raw,
         )
 
@@ -257,3 +287,90 @@ class PrepareResult:
 def parse_compactions(raw: dict[str, Any]) -> list[CompactionRecord]:
     """GET /sessions/{id}/compactions, oldest first."""
     return [CompactionRecord.parse(c) for c in f.objects(raw, "compactions")]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One transcript entry that matched, with a snippet (matches between ** and **)."""
+
+    seq: int
+    role: str
+    snippet: str
+    folded: bool
+    """Compaction folded the entry away: the context holds it only in the summary."""
+    rank: int
+    score: float
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> SearchHit:
+        score = raw.get("score")
+        if not isinstance(score, (int, float)) or isinstance(score, bool):
+            raise f.MalformedAnswerError("'score' is not a number")
+        return cls(
+            seq=f.integer(raw, "seq"),
+            role=f.text(raw, "role"),
+            snippet=f.text(raw, "snippet"),
+            folded=f.flag(raw, "folded"),
+            rank=f.integer(raw, "rank"),
+            score=float(score),
+        )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """GET /sessions/{id}/search: the matching entries, best first."""
+
+    query: str
+    match: SearchMatch
+    hits: list[SearchHit]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> SearchResult:
+        return cls(
+            query=f.text(raw, "query"),
+            match=f.one_of(raw, "match", SEARCH_MATCHES),
+            hits=[SearchHit.parse(h) for h in f.objects(raw, "hits")],
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class RevertResult:
+    """POST /sessions/{id}/compactions/{cid}/revert: the new `revert` record and context."""
+
+    compaction: CompactionRecord
+    context: Context
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> RevertResult:
+        return cls(
+            compaction=CompactionRecord.parse(f.obj(raw, "compaction")),
+            context=Context.parse(f.obj(raw, "context")),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """One recorded settings change: who, how, when, and each field's before and after."""
+
+    changed_by: str
+    via: ChangedVia
+    changes: dict[str, dict[str, Any]]
+    created_at: datetime
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> SettingsChange:
+        return cls(
+            changed_by=f.text(raw, "changed_by"),
+            via=f.one_of(raw, "via", CHANGED_VIA),
+            changes=f.obj(raw, "changes"),
+            created_at=f.timestamp(raw, "created_at"),
+        )
+
+
+def parse_changes(raw: dict[str, Any]) -> list[SettingsChange]:
+    """GET /sessions/{id}/changes, oldest first."""
+    return [SettingsChange.parse(c) for c in f.objects(raw, "changes")]

@@ -14,6 +14,7 @@ from context_compactor._models import CompactResult, Estimate, Health, Readiness
 from context_compactor._requests import (
     CompactOptions,
     EstimateOptions,
+    SessionChanges,
     SessionOptions,
     SystemPromptOptions,
     UsageReport,
@@ -23,8 +24,11 @@ from context_compactor._session_models import (
     CompactionRecord,
     Context,
     PrepareResult,
+    RevertResult,
+    SearchResult,
     Session,
     SessionPage,
+    SettingsChange,
     Transcript,
 )
 from context_compactor._transport import DEFAULT_TIMEOUT, TimeoutTypes
@@ -140,9 +144,10 @@ class CompactorClient(ClientBase[httpx.Client]):
         """GET /sessions/{id}/context: what to send now, with its estimate."""
         return self._send(api.context(session_id))
 
-    def prepare(self, session_id: str) -> PrepareResult:
-        """POST /sessions/{id}/prepare: the before-turn hook (compacts when over threshold)."""
-        return self._send(api.prepare(session_id))
+    def prepare(self, session_id: str, *, dry_run: bool = False) -> PrepareResult:
+        """POST /sessions/{id}/prepare: the before-turn hook (compacts when over threshold);
+        with `dry_run`, what it would do, writing nothing."""
+        return self._send(api.prepare(session_id, dry_run))
 
     def compact_session(
         self,
@@ -152,11 +157,44 @@ class CompactorClient(ClientBase[httpx.Client]):
         instructions: str | None = None,
         thinking: ThinkingLevel | None = None,
         strategy: Strategy | None = None,
+        dry_run: bool = False,
     ) -> PrepareResult:
         """POST /sessions/{id}/compact: compact now; 409 when there is nothing to compact."""
-        call = api.compact_session(session_id, reason, instructions, thinking, strategy)
+        call = api.compact_session(session_id, reason, instructions, thinking, strategy, dry_run)
         return self._send(call)
 
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """GET /sessions/{id}/compactions: every compaction record, oldest first."""
         return self._send(api.compactions(session_id))
+
+    # -- recall and control (SPEC §17) -------------------------------------------------
+
+    def search(
+        self, session_id: str, q: str, *, limit: int = 10, folded_only: bool = False
+    ) -> SearchResult:
+        """GET /sessions/{id}/search: transcript entries by full text, folded ones included."""
+        return self._send(api.search(session_id, q, limit, folded_only))
+
+    def revert(self, session_id: str, compaction_id: str) -> RevertResult:
+        """POST /sessions/{id}/compactions/{cid}/revert: the context before it, as a record."""
+        return self._send(api.revert(session_id, compaction_id))
+
+    def fork(self, session_id: str, *, at_seq: int) -> Session:
+        """POST /sessions/{id}/fork: a new session from entries 0..at_seq."""
+        return self._send(api.fork(session_id, at_seq))
+
+    def update_session(self, session_id: str, **changes: Unpack[SessionChanges]) -> Session:
+        """PATCH /sessions/{id}: change its settings; the change is recorded."""
+        return self._send(api.update_session(session_id, changes))
+
+    def settings_changes(self, session_id: str) -> list[SettingsChange]:
+        """GET /sessions/{id}/changes: every recorded settings change, oldest first."""
+        return self._send(api.settings_changes(session_id))
+
+    def export_session(self, session_id: str) -> bytes:
+        """GET /sessions/{id}/export: the JSON Lines bundle."""
+        return self._send(api.export_session(session_id))
+
+    def import_session(self, bundle: bytes) -> Session:
+        """POST /sessions/import: a new session from a bundle (422 if cut or altered)."""
+        return self._send(api.import_session(bundle))

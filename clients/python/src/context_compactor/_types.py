@@ -11,7 +11,9 @@ CompactReason = Literal["manual", "overflow"]
 Strategy = Literal["summarize", "clear_tool_results", "auto"]
 AppliedStep = Literal["clear_tool_results", "summarize"]
 WindowSource = Literal["request", "config", "upstream", "registry", "alias", "fallback"]
-Trigger = Literal["auto", "manual", "overflow"]
+Trigger = Literal["auto", "manual", "overflow", "revert"]
+SearchMatch = Literal["all", "any"]
+ChangedVia = Literal["api", "inspector"]
 FactKind = Literal["goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"]
 SourceKind = Literal[
     "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
@@ -29,7 +31,9 @@ WINDOW_SOURCES: tuple[WindowSource, ...] = (
     "alias",
     "fallback",
 )
-TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow")
+TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow", "revert")
+SEARCH_MATCHES: tuple[SearchMatch, ...] = ("all", "any")
+CHANGED_VIA: tuple[ChangedVia, ...] = ("api", "inspector")
 FACT_KINDS: tuple[FactKind, ...] = (
     "goal",
     "constraint",

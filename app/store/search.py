@@ -1,0 +1,235 @@
+"""Full-text search of transcript entries: SQLite FTS5 on the embedded store, PostgreSQL
+full-text search (an expression GIN index) in production. The index objects belong to
+the migrations (`0007`), not to the models: `SEARCH_INDEX_OBJECTS` names them so schema
+comparison leaves them alone.
+
+Queries arrive parsed (`app.engine.search.SearchQuery`) and are rendered here with every
+word quoted or bound as a parameter, so no user text is ever read as search syntax by
+the database: what the database is given always parses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from app.engine.search import MatchMode, SearchQuery, SearchTerm
+
+FTS_TABLE = "transcript_search"
+PG_INDEX = "ix_transcript_entries_search"
+
+
+def outside_the_models(obj: object, name: str | None, type_: str, *_: object) -> bool:
+    """Alembic's `include_object`: False for the search index, which the migration
+    creates with raw SQL (FTS5 and its shadow tables, the GIN expression index), so
+    comparing the models with the database does not ask to drop it."""
+    if name is None:
+        return True
+    if type_ == "table" and (name == FTS_TABLE or name.startswith(FTS_TABLE + "_")):
+        return False
+    return not (type_ == "index" and name == PG_INDEX)
+
+
+PG_CONFIG = "english"
+# What `ts_headline`/`snippet` put around a matched word.
+HIGHLIGHT_START, HIGHLIGHT_END = "**", "**"
+SNIPPET_WORDS = 24
+
+# Everything the search migration creates outside the models (FTS5's shadow tables too).
+SEARCH_INDEX_OBJECTS = frozenset(
+    {
+        FTS_TABLE,
+        *(f"{FTS_TABLE}_{suffix}" for suffix in ("data", "idx", "content", "docsize", "config")),
+        PG_INDEX,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRow:
+    """One matching entry, best first: its sequence number, message, snippet and score
+    (higher is better on every backend)."""
+
+    seq: int
+    message: Any
+    snippet: str
+    score: float
+
+
+# --- SQLite FTS5 ------------------------------------------------------------------
+
+
+def sqlite_create_statements() -> list[str]:
+    """The FTS5 index over `transcript_entries.search_text` and the triggers keeping it."""
+    return [
+        f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(search_text, "
+        "content='transcript_entries', content_rowid='id', tokenize='porter unicode61')",
+        f"CREATE TRIGGER {FTS_TABLE}_ai AFTER INSERT ON transcript_entries BEGIN "
+        f"INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",
+        f"CREATE TRIGGER {FTS_TABLE}_ad AFTER DELETE ON transcript_entries BEGIN "
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, search_text) "
+        "VALUES ('delete', old.id, old.search_text); END",
+        f"CREATE TRIGGER {FTS_TABLE}_au AFTER UPDATE OF search_text ON transcript_entries BEGIN "
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, search_text) "
+        "VALUES ('delete', old.id, old.search_text); "
+        f"INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",
+    ]
+
+
+def sqlite_drop_statements() -> list[str]:
+    return [
+        *(f"DROP TRIGGER IF EXISTS {FTS_TABLE}_{t}" for t in ("ai", "ad", "au")),
+        f"DROP TABLE IF EXISTS {FTS_TABLE}",
+    ]
+
+
+def sqlite_rebuild_statement() -> str:
+    return f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')"
+
+
+def _fts_term(term: SearchTerm) -> str:
+    # Each word in double quotes: FTS5 then reads it as a string, never as an operator.
+    quoted = " ".join(f'"{word}"' for word in term.words)
+    body = f"{quoted}*" if term.prefix else quoted
+    return f"({body})" if term.phrase and not term.prefix else body
+
+
+def fts5_expression(query: SearchQuery) -> str:
+    """The MATCH expression of `query`, every word quoted."""
+    clauses = [
+        "(" + " OR ".join(_fts_term(t) for t in clause.alternatives) + ")"
+        for clause in query.clauses
+    ]
+    joined = (" AND " if query.mode is MatchMode.ALL else " OR ").join(clauses)
+    if query.excluded:
+        excluded = " OR ".join(_fts_term(t) for t in query.excluded)
+        joined = f"({joined}) NOT ({excluded})"
+    return joined
+
+
+def _sqlite_search(
+    db: Session, session_id: str, query: SearchQuery, limit: int, max_seq: int | None
+) -> list[SearchRow]:
+    below = "AND e.seq < :max_seq" if max_seq is not None else ""
+    sql = text(
+        f"SELECT e.seq, e.message, "
+        f"snippet({FTS_TABLE}, 0, :start, :end, '…', :words) AS snip, "
+        f"bm25({FTS_TABLE}) AS score "
+        f"FROM {FTS_TABLE} JOIN transcript_entries AS e ON e.id = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :expression AND e.session_id = :session_id {below} "
+        "ORDER BY score, e.seq DESC LIMIT :limit"
+    )
+    params: dict[str, Any] = {
+        "expression": fts5_expression(query),
+        "session_id": session_id,
+        "limit": limit,
+        "start": HIGHLIGHT_START,
+        "end": HIGHLIGHT_END,
+        "words": SNIPPET_WORDS,
+        "max_seq": max_seq,
+    }
+    rows = db.execute(sql, params).all()
+    # bm25 is lower-is-better (negative); the API's score is higher-is-better.
+    return [
+        SearchRow(int(seq), _json(message), snip or "", -float(score))
+        for seq, message, snip, score in rows
+    ]
+
+
+# --- PostgreSQL -------------------------------------------------------------------
+
+
+def pg_vector_sql(column: str = "search_text") -> str:
+    """The indexed expression; a query must use it verbatim for the index to apply.
+
+    Punctuation becomes spaces first: PostgreSQL's parser would otherwise keep
+    `deploy/staging.toml` or `a.b@c.d` as one token that no word of a query matches,
+    where FTS5 (and a person) sees the words."""
+    cleaned = f"regexp_replace(coalesce({column}, ''), '[^\\w\\s]+', ' ', 'g')"
+    return f"to_tsvector('{PG_CONFIG}'::regconfig, {cleaned})"
+
+
+def pg_create_statement() -> str:
+    return f"CREATE INDEX {PG_INDEX} ON transcript_entries USING gin ({pg_vector_sql()})"
+
+
+def pg_drop_statement() -> str:
+    return f"DROP INDEX IF EXISTS {PG_INDEX}"
+
+
+def _pg_term(term: SearchTerm, name: str, params: dict[str, Any]) -> str:
+    if term.prefix:
+        # Words are \w+ only (parse_query), so `word:*` is valid tsquery syntax.
+        params[name] = " <-> ".join([*term.words[:-1], f"{term.words[-1]}:*"])
+        return f"to_tsquery('{PG_CONFIG}'::regconfig, :{name})"
+    params[name] = " ".join(term.words)
+    return f"phraseto_tsquery('{PG_CONFIG}'::regconfig, :{name})"
+
+
+def pg_tsquery(query: SearchQuery, params: dict[str, Any]) -> str:
+    """The tsquery expression of `query`, each term a bound parameter."""
+    counter = iter(range(10_000))
+
+    def term(t: SearchTerm) -> str:
+        return _pg_term(t, f"t{next(counter)}", params)
+
+    clauses = ["(" + " || ".join(term(t) for t in c.alternatives) + ")" for c in query.clauses]
+    joined = (" && " if query.mode is MatchMode.ALL else " || ").join(clauses)
+    if query.excluded:
+        excluded = " || ".join(term(t) for t in query.excluded)
+        joined = f"({joined}) && !!({excluded})"
+    return joined
+
+
+def _pg_search(
+    db: Session, session_id: str, query: SearchQuery, limit: int, max_seq: int | None
+) -> list[SearchRow]:
+    params: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_seq": max_seq}
+    tsquery = pg_tsquery(query, params)
+    below = "AND e.seq < :max_seq" if max_seq is not None else ""
+    params["options"] = (
+        f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_END}, MaxWords={SNIPPET_WORDS}, "
+        'MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
+    )
+    vector = pg_vector_sql("e.search_text")
+    headline = f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(search_text, ''), query, :options)"
+    # The headline is made for the hits only (it re-reads their text: costly per row).
+    sql = text(
+        f"WITH q AS (SELECT {tsquery} AS query), hits AS ("
+        f"SELECT e.seq, e.message, e.search_text, ts_rank_cd({vector}, q.query) AS score, "
+        "q.query FROM transcript_entries AS e, q "
+        f"WHERE e.session_id = :session_id AND {vector} @@ q.query {below} "
+        "ORDER BY score DESC, e.seq DESC LIMIT :limit) "
+        f"SELECT seq, message, {headline}, score FROM hits ORDER BY score DESC, seq DESC"
+    )
+    rows = db.execute(sql, params).all()
+    return [
+        SearchRow(int(seq), _json(message), snip or "", float(score))
+        for seq, message, snip, score in rows
+    ]
+
+
+def _json(value: Any) -> Any:
+    """The message column read by raw SQL: PostgreSQL's driver decodes JSON already,
+    SQLite hands back the text."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+class SearchRepository:
+    """Searches one session's entries, ranked; only the backend's own index is used."""
+
+    def __init__(self, db: Session) -> None:
+        self.db = db
+
+    def search(
+        self, session_id: str, query: SearchQuery, limit: int, max_seq: int | None = None
+    ) -> list[SearchRow]:
+        """Entries of `session_id` matching `query`, best first, at most `limit` (with
+        `max_seq`, only entries before it)."""
+        if self.db.get_bind().dialect.name == "postgresql":
+            return _pg_search(self.db, session_id, query, limit, max_seq)
+        return _sqlite_search(self.db, session_id, query, limit, max_seq)
