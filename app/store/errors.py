@@ -14,7 +14,11 @@ An adapter for another backend (Redis, say) raises the same classes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
 
 SCHEMA_NOT_AT_HEAD = "database schema is not at head: run `compactor migrate`"
 # PostgreSQL undefined_table / undefined_column; SQLite says it in words.
@@ -71,3 +75,14 @@ def store_error(exc: SQLAlchemyError) -> StoreError:
 def first_line(exc: SQLAlchemyError) -> str:
     """The driver's own message: SQLAlchemy's adds the statement, which is not for callers."""
     return (str(getattr(exc, "orig", None) or exc).strip().splitlines() or ["unknown error"])[0]
+
+
+@contextmanager
+def translated_transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """One transaction of `sessions` (committed at the end), its driver errors as
+    StoreError: what the store's adapters outside the session store use."""
+    try:
+        with sessions() as db, db.begin():
+            yield db
+    except SQLAlchemyError as exc:
+        raise store_error(exc) from exc

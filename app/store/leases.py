@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from sqlalchemy import delete, or_, update
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.store.errors import DuplicateKeyError, store_error
+from app.store.errors import DuplicateKeyError, translated_transaction
 from app.store.models import LeaseRow
 
 
@@ -37,13 +36,8 @@ class SqlLeases:
         self.holder = holder or new_holder()
         self._clock = clock
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Session]:
-        try:
-            with self._sessions() as db, db.begin():
-                yield db
-        except SQLAlchemyError as exc:
-            raise store_error(exc) from exc
+    def _transaction(self) -> AbstractContextManager[Session]:
+        return translated_transaction(self._sessions)
 
     def acquire(self, key: str, ttl_seconds: float) -> bool:
         """Takes the lease when it is free or expired, or extends it when this replica

@@ -15,7 +15,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import redis
@@ -116,27 +117,26 @@ class RedisConnection:
 
     def run(self, command: Callable[[], T]) -> T:
         """Runs a command of the synchronous client; raises StoreError on failure."""
-        self.health.check()
-        try:
-            result = command()
-        except RedisError as exc:
-            error = redis_error(exc)
-            self.health.failed(error)
-            raise error from exc
-        self.health.succeeded()
-        return result
+        with self._watched():
+            return command()
 
     async def run_async(self, command: Callable[[], Awaitable[T]]) -> T:
         """Runs a command of the asyncio client; raises StoreError on failure."""
+        with self._watched():
+            return await command()
+
+    @contextmanager
+    def _watched(self) -> Iterator[None]:
+        """Fails fast while Redis is known down; a command's failure or success is
+        what the health record learns."""
         self.health.check()
         try:
-            result = await command()
+            yield
         except RedisError as exc:
             error = redis_error(exc)
             self.health.failed(error)
             raise error from exc
         self.health.succeeded()
-        return result
 
     async def aclose(self) -> None:
         """Closes both clients' connections."""

@@ -8,14 +8,12 @@ the one entry that matches afterwards. Rows never change once written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.store.errors import DuplicateKeyError, store_error
+from app.store.errors import DuplicateKeyError, translated_transaction
 from app.store.models import SummaryCacheRow
 from app.store.views import CachedSummary, StoredPrefix
 
@@ -37,13 +35,8 @@ class SqlSummaryStore:
         self._sessions = sessions
         self.max_entries = max_entries_per_tenant
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Session]:
-        try:
-            with self._sessions() as db, db.begin():
-                yield db
-        except SQLAlchemyError as exc:
-            raise store_error(exc) from exc
+    def _transaction(self) -> AbstractContextManager[Session]:
+        return translated_transaction(self._sessions)
 
     def candidates(self, tenant: str, scope: str) -> list[StoredPrefix]:
         """The tenant's entries in this scope, longest prefix first (no summaries read)."""
