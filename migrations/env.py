@@ -47,9 +47,22 @@ def run_online() -> None:
     engine = create_db_engine(_url())
     try:
         with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # A batch migration rebuilds a table (copy, drop, rename). With foreign
+                # keys on, dropping `sessions` would cascade to every transcript entry, so
+                # they are off meanwhile (SQLite's own procedure), set on the driver's
+                # connection before any transaction begins (PRAGMA is a no-op inside one).
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
             _configure(connection=connection)
             with context.begin_transaction():
                 context.run_migrations()
+            if sqlite:
+                broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                connection.commit()
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
+                if broken:
+                    raise RuntimeError(f"the migration left rows without their parent: {broken}")
     finally:
         engine.dispose()
 

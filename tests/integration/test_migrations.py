@@ -117,3 +117,21 @@ def test_replicas_migrating_together_all_succeed(postgres_server: str) -> None:
     assert _tables(url) == TABLES
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_downgrading_keeps_the_transcript(database_url: str) -> None:
+    """A downgrade that rebuilds the sessions table (SQLite's batch mode) must not take
+    the transcript with it through ON DELETE CASCADE."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    with TestClient(create_app(Settings(database_url=database_url))) as client:
+        sid = client.post("/sessions", json={}).json()["id"]
+        turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        client.post(f"/sessions/{sid}/messages", json={"messages": turn})
+    downgrade(database_url, "0001")
+    upgrade(database_url)
+    with TestClient(create_app(Settings(database_url=database_url))) as client:
+        assert client.get(f"/sessions/{sid}/transcript").json()["messages"] == turn

@@ -35,7 +35,7 @@ def test_sessions_stored_before_the_migration_are_searchable_after_it(
         sid = client.post("/sessions", json={}).json()["id"]
         client.post(f"/sessions/{sid}/messages", json={"messages": TOOL_TURN})
     # Back to the schema before search (the index and search_text are gone), then up.
-    downgrade(database_url, "0006")
+    downgrade(database_url, "0008_leases")
     upgrade(database_url)
     with TestClient(create_app(settings, tokenizers=tokenizers)) as client:
         hits = client.get(f"/sessions/{sid}/search", params={"q": "read_config"}).json()

@@ -75,6 +75,9 @@ def test_a_compacting_proxied_request_is_one_trace_from_the_caller_to_the_summar
             summarizer_base_url=f"{summarizer.base_url}/v1",
             summarizer_model="gpt-4o-mini",
             summarizer_api_key="sk-summarizer",
+            # The summary is made inside this request, so its span is in the caller's trace
+            # (prepared ahead, it would be made in the background after the request).
+            prepare_ahead_ratio="off",
         )
         history = [
             {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 900}
