@@ -286,6 +286,7 @@ def build_state(
         marker=marker,
         idempotency_retention=retention,
     )
+    sessions.ledger.observer = observed
     api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
@@ -405,6 +406,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         observer=state.metrics,
         tracer=state.tracer,
         decisions=state.recent_decisions,
+        ledger=state.sessions.ledger,
     )
     stack.callback(setattr, state, "proxy", None)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.store.cost_ledger import CostLedgerRepository
 from app.store.errors import first_line, store_error
 from app.store.repositories import (
     CompactionRepository,
@@ -29,6 +30,7 @@ class StoreTransaction:
     compactions: CompactionRepository
     idempotency: IdempotencyRepository
     ui_logins: UiLoginRepository
+    ledger: CostLedgerRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -38,6 +40,7 @@ class StoreTransaction:
             CompactionRepository(db),
             IdempotencyRepository(db),
             UiLoginRepository(db),
+            CostLedgerRepository(db),
         )
 
 

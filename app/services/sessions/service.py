@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from app.engine.compaction.marker import SummaryMarker
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import EstimationService
 from app.services.sessions.appends import (
     DEFAULT_IDEMPOTENCY_RETENTION,
@@ -50,6 +51,11 @@ class SessionService:
         catalog = SessionCatalog(store)
         log = TranscriptLog(store, idempotency_retention)
         compactor = SessionCompactor(store, estimation, compaction, self.marker)
+        self.compactor = compactor
+        # The cost ledger of this store (SPEC §15): summary calls are billed with the
+        # compaction they made; `app.composition` gives it its observer.
+        self.ledger = CostLedger(store, estimation.models)
+        compactor.ledger = self.ledger
         # None when the store answers and its tables exist, else what is wrong.
         self.check_database = store.check_database
         # The catalog: a new, empty session with its settings; one; a page of the

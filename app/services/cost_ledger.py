@@ -1,0 +1,267 @@
+"""The cost ledger (SPEC §15): what each call billed, per session and per tenant, from the
+upstream's own usage reports, priced with the model registry's prices.
+
+Recorded: every proxied request the upstream answered (source `upstream`; a stateless
+request under its tenant only, a bound one, `X-Compactor-Session`, under its session too)
+and every summary call of a session's recorded compaction (source `summarizer`). Tokens
+are kept as reported, in four kinds: uncached input, cache write, cache read, output
+(OpenAI's `cached_tokens` are the cache reads of its prompt; its writes are free).
+
+Money is computed when read, with the prices the registry (and the operator's
+`[models."pattern".prices]`) give the call's model then; a kind with no price is not
+guessed: the total is null and `unpriced_models` says which model lacked one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+
+from app.engine.errors import CompactorError
+from app.engine.model_policy import ModelPrices
+from app.engine.models import ModelInfo
+from app.engine.ports import SummaryUsage
+from app.services.sessions.transactions import SessionStore
+from app.store.errors import StoreError
+from app.store.transactions import StoreTransaction
+from app.store.views import BilledTokens, CompactionRecord, LedgerEntry, LedgerLine
+
+log = logging.getLogger("compactor.cost")
+
+UPSTREAM = "upstream"
+SUMMARIZER = "summarizer"
+KINDS = ("input", "cache_write", "cache_read", "output")
+
+
+class PriceLookup(Protocol):
+    """What pricing needs of the model catalog."""
+
+    def resolve(self, model: str | None) -> ModelInfo: ...
+
+
+class CostObserver(Protocol):
+    """Told about every billed call (the `/metrics` counters live behind it)."""
+
+    def billed(
+        self, source: str, api: str, tokens: Mapping[str, int], dollars: float | None
+    ) -> None:
+        """`tokens` by kind (`input`, `cache_write`, `cache_read`, `output`)."""
+        ...
+
+
+def billed_tokens(usage: Mapping[str, int]) -> BilledTokens:
+    """A reply's usage report (the session's usage fields) as ledger tokens."""
+    return BilledTokens(
+        input_tokens=usage.get("input_tokens", 0),
+        cache_write_tokens=usage.get("cache_creation_input_tokens", 0),
+        cache_read_tokens=usage.get("cache_read_input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+    )
+
+
+def summary_tokens(usage: SummaryUsage) -> BilledTokens:
+    """A summary call's usage as ledger tokens (its `input_tokens` include the cached)."""
+    cached = usage.cache_read_tokens + usage.cache_write_tokens
+    return BilledTokens(
+        input_tokens=max(0, usage.input_tokens - cached),
+        cache_write_tokens=usage.cache_write_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        output_tokens=usage.output_tokens,
+    )
+
+
+def by_kind(tokens: BilledTokens) -> dict[str, int]:
+    """The tokens by kind name."""
+    return {
+        "input": tokens.input_tokens,
+        "cache_write": tokens.cache_write_tokens,
+        "cache_read": tokens.cache_read_tokens,
+        "output": tokens.output_tokens,
+    }
+
+
+def kind_dollars(tokens: BilledTokens, prices: ModelPrices) -> dict[str, float] | None:
+    """Dollars per kind; None when a kind with tokens has no price."""
+    counts = {
+        "input": (tokens.input_tokens, prices.input),
+        "cache_write": (tokens.cache_write_tokens, prices.cache_write),
+        "cache_read": (tokens.cache_read_tokens, prices.cache_read),
+        "output": (tokens.output_tokens, prices.output),
+    }
+    dollars: dict[str, float] = {}
+    for kind, (count, price) in counts.items():
+        if price is None:
+            if count:
+                return None
+            price = 0.0
+        dollars[kind] = count * price / 1e6
+    return dollars
+
+
+@dataclass
+class CostPart:
+    """Tokens and dollars of a set of calls; `dollars` None when one is unpriced."""
+
+    calls: int = 0
+    tokens: BilledTokens = field(default_factory=BilledTokens)
+    dollars: dict[str, float] | None = field(default_factory=lambda: dict.fromkeys(KINDS, 0.0))
+
+    def add(self, line: LedgerLine, dollars: dict[str, float] | None) -> None:
+        self.calls += line.calls
+        self.tokens = self.tokens.plus(line.tokens)
+        if self.dollars is None or dollars is None:
+            self.dollars = None
+            return
+        for kind in KINDS:
+            self.dollars[kind] += dollars[kind]
+
+    @property
+    def total(self) -> float | None:
+        return sum(self.dollars.values()) if self.dollars is not None else None
+
+
+@dataclass
+class SessionCost:
+    """A session's ledger: the upstream's calls, the summarizer's, and what the same turns
+    would have cost uncompacted (see `CostLedger.session_cost`)."""
+
+    upstream: CostPart
+    summarizer: CostPart
+    # Input tokens the session's compactions kept out of later turns (all turns summed).
+    folded_tokens: int
+    # The upstream calls' dollars with the folded tokens read from the cache on each.
+    uncompacted_dollars: float | None
+    unpriced_models: list[str]
+
+    @property
+    def total(self) -> float | None:
+        up, summ = self.upstream.total, self.summarizer.total
+        return up + summ if up is not None and summ is not None else None
+
+    @property
+    def saved(self) -> float | None:
+        total = self.total
+        if total is None or self.uncompacted_dollars is None:
+            return None
+        return self.uncompacted_dollars - total
+
+
+class CostLedger:
+    """Records billed calls and prices them back."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        models: PriceLookup,
+        observer: CostObserver | None = None,
+    ) -> None:
+        self._store = store
+        self._models = models
+        self.observer = observer
+
+    def prices(self, model: str) -> ModelPrices:
+        """The prices the ledger applies to `model` now."""
+        return self._models.resolve(model).prices
+
+    async def upstream_call(
+        self,
+        tenant: str,
+        session_id: str | None,
+        api: str,
+        model: str | None,
+        usage: Mapping[str, int],
+    ) -> None:
+        """Records a proxied request's reply usage; a store failure is logged, never
+        raised: the caller already has its answer."""
+        entry = LedgerEntry(tenant, session_id, UPSTREAM, api, model or "", billed_tokens(usage))
+        try:
+            await anyio.to_thread.run_sync(self._add, entry)
+        except (StoreError, CompactorError) as exc:
+            log.warning("cost ledger: could not record a call", extra={"error": str(exc)})
+            return
+        self._observed(entry)
+
+    def summarizer_entry(
+        self, tenant: str, session_id: str, provider: str, model: str, usage: SummaryUsage
+    ) -> LedgerEntry:
+        """The ledger entry of a session's summary call (added with its compaction)."""
+        return LedgerEntry(tenant, session_id, SUMMARIZER, provider, model, summary_tokens(usage))
+
+    def add_in(self, tx: StoreTransaction, entry: LedgerEntry) -> None:
+        """Adds `entry` in the caller's transaction (a compaction and its summary cost are
+        recorded together or not at all)."""
+        tx.ledger.add(entry)
+
+    def observed(self, entry: LedgerEntry) -> None:
+        """Tells the observer about a recorded entry."""
+        self._observed(entry)
+
+    def session_cost(
+        self, lines: Sequence[LedgerLine], compactions: Sequence[CompactionRecord]
+    ) -> SessionCost:
+        """A session's cost from its ledger lines and compactions.
+
+        "Uncompacted" assumes each upstream call would have sent, on top of what it sent,
+        every token the compactions recorded before it folded away (`tokens_before -
+        tokens_after` of each), and that those tokens, an unchanging prefix of a history
+        that only grows, would have been read from the prompt cache on every such call
+        (at the model's cache-read price; their one cache write happened before the
+        compaction and is in the ledger already). Windows are not checked: an uncompacted
+        history might not have fit the model at all.
+        """
+        upstream, summarizer = CostPart(), CostPart()
+        unpriced: set[str] = set()
+        folded_total = 0
+        extra_dollars: float | None = 0.0
+        folds = sorted(
+            ((c.created_at, max(0, c.tokens_before - c.tokens_after)) for c in compactions),
+            key=lambda pair: pair[0],
+        )
+        for line in lines:
+            prices = self.prices(line.model)
+            dollars = kind_dollars(line.tokens, prices)
+            if dollars is None:
+                unpriced.add(line.model)
+            if line.source == SUMMARIZER:
+                summarizer.add(line, dollars)
+                continue
+            upstream.add(line, dollars)
+            folded = sum(tokens for at, tokens in folds if at <= line.created_at)
+            folded_total += folded
+            if extra_dollars is not None:
+                if folded and prices.cache_read is None:
+                    extra_dollars = None
+                    unpriced.add(line.model)
+                else:
+                    extra_dollars += folded * (prices.cache_read or 0.0) / 1e6
+        up = upstream.total
+        uncompacted = up + extra_dollars if up is not None and extra_dollars is not None else None
+        return SessionCost(upstream, summarizer, folded_total, uncompacted, sorted(unpriced))
+
+    def _add(self, entry: LedgerEntry) -> None:
+        with self._store.transaction() as tx:
+            tx.ledger.add(entry)
+
+    def cost_of(self, tenant: str, session_id: str) -> SessionCost:
+        """The tenant's session's cost (SessionNotFoundError for another's or none)."""
+        with self._store.transaction() as tx:
+            self._store.require(tx, tenant, session_id)
+            lines = tx.ledger.session_lines(tenant, session_id)
+            compactions = tx.compactions.all(session_id)
+        return self.session_cost(lines, compactions)
+
+    def tenant_lines(self, tenant: str) -> list[LedgerLine]:
+        """The tenant's calls summed by source, API and model."""
+        with self._store.transaction() as tx:
+            return tx.ledger.tenant_totals(tenant)
+
+    def _observed(self, entry: LedgerEntry) -> None:
+        if self.observer is None:
+            return
+        dollars = kind_dollars(entry.tokens, self.prices(entry.model))
+        total = sum(dollars.values()) if dollars is not None else None
+        self.observer.billed(entry.source, entry.api, by_kind(entry.tokens), total)
