@@ -1,0 +1,209 @@
+"""The cost ledger (SPEC §15, issue 22.7): a session's `GET /sessions/{id}/cost` says the
+tokens the upstream billed, kind by kind, exactly as the vendor's usage reported them,
+and the dollars at the registry's prices — for the proxied requests bound to it and for
+its summary calls. The upstream and the summarizer are billing fakes that cache and bill
+by the vendors' published rules; the ledger must equal what they billed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.settings import Settings
+from tests.billing import Bill, BillingUpstream, Reply, SimulatedClock, summarizing
+from tests.integration.live_server import live_service
+from tests.integration.proxy.coding_agent import CodingAgent, ToolCalls
+
+CLAUDE = "claude-sonnet-4-5-20250929"
+GPT = "gpt-4o-2024-08-06"
+WINDOW = 12_000  # threshold 10,200
+
+
+@pytest.fixture
+def upstream() -> Iterator[BillingUpstream]:
+    with BillingUpstream(SimulatedClock(), ToolCalls()) as fake:
+        yield fake
+
+
+@pytest.fixture
+def summarizer() -> Iterator[BillingUpstream]:
+    with BillingUpstream(SimulatedClock(), summarizing) as fake:
+        yield fake
+
+
+@pytest.fixture
+def proxy_url(
+    tmp_path: Path, upstream: BillingUpstream, summarizer: BillingUpstream
+) -> Iterator[str]:
+    models = tmp_path / "models.json"
+    entry = {"context_window": WINDOW, "max_output_tokens": 4096, "encoding": "o200k_base"}
+    models.write_text(
+        json.dumps(
+            {
+                "models": {
+                    CLAUDE: {**entry, "provider": "anthropic"},
+                    GPT: {**entry, "provider": "openai"},
+                }
+            }
+        )
+    )
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'compactor.db'}",
+        upstream_anthropic_url=upstream.base_url,
+        upstream_openai_url=f"{upstream.base_url}/v1",
+        models_file=models,
+        summarizer="anthropic",
+        summarizer_base_url=summarizer.base_url,
+        summarizer_model="claude-sonnet-4-5",
+        summarizer_api_key="sk-summarizer",
+    )
+    with live_service(settings) as url:
+        yield url
+
+
+def new_session(url: str, model: str, fmt: str) -> str:
+    created = httpx.post(f"{url}/sessions", json={"model": model, "format": fmt})
+    assert created.status_code == 201, created.text
+    session: str = created.json()["id"]
+    return session
+
+
+def cost_of(url: str, session: str) -> dict[str, Any]:
+    answer = httpx.get(f"{url}/sessions/{session}/cost")
+    assert answer.status_code == 200, answer.text
+    cost: dict[str, Any] = answer.json()
+    return cost
+
+
+def billed(bills: Sequence[Bill]) -> dict[str, int]:
+    """What the fake billed, in the ledger's kinds."""
+    return {
+        "input_tokens": sum(b.uncached for b in bills),
+        "cache_write_tokens": sum(b.written for b in bills),
+        "cache_read_tokens": sum(b.read for b in bills),
+        "output_tokens": sum(b.output for b in bills),
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_bound_anthropic_session_costs_what_the_upstream_billed(
+    proxy_url: str, upstream: BillingUpstream, summarizer: BillingUpstream, stream: bool
+) -> None:
+    session = new_session(proxy_url, CLAUDE, "anthropic")
+    extra = {"stream": True} if stream else {}
+    agent = CodingAgent(
+        proxy_url, CLAUDE, {"x-compactor-session": session}, result_tokens=800, extra=extra
+    )
+    try:
+        list(agent.turns(16))
+    finally:
+        agent.http.close()
+    records = httpx.get(f"{proxy_url}/sessions/{session}/compactions").json()["compactions"]
+    summaries = [r for r in records if r["summarizer"]["provider"] == "anthropic"]
+    assert summaries, records
+    assert all(b.status == 200 for b in upstream.bills)
+    cost = cost_of(proxy_url, session)
+    part = cost["upstream"]
+    assert part["calls"] == len(upstream.bills) == 16
+    assert part["tokens"] == billed(upstream.bills)
+    # Claude Code's markers: most of it is cache reads, and the ledger says so.
+    assert part["tokens"]["cache_read_tokens"] > part["tokens"]["input_tokens"]
+    # The fake prices Sonnet 4.5 as Anthropic publishes it ($3/M, 1.25x, 0.1x, $15/M).
+    assert part["cost_usd"]["total"] == pytest.approx(sum(b.dollars for b in upstream.bills))
+    # The summarizer's share: its calls as the summarizer's provider billed them.
+    summ = cost["summarizer"]
+    # One entry per compaction, with every summary call it made.
+    assert summ["calls"] == len(summaries)
+    assert len(summarizer.bills) >= len(summaries)
+    assert summ["tokens"] == billed(summarizer.bills)
+    assert summ["tokens"]["input_tokens"] > 0
+    assert cost["total_cost_usd"] == pytest.approx(
+        part["cost_usd"]["total"] + summ["cost_usd"]["total"]
+    )
+    # The turns after a compaction would have carried what it folded away.
+    assert cost["uncompacted"]["folded_tokens"] > 0
+    assert cost["uncompacted"]["cost_usd"] > part["cost_usd"]["total"]
+    assert cost["saved_usd"] == pytest.approx(
+        cost["uncompacted"]["cost_usd"] - cost["total_cost_usd"]
+    )
+    assert cost["unpriced_models"] == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_bound_openai_session_counts_cached_tokens_as_cache_reads(
+    proxy_url: str, upstream: BillingUpstream, stream: bool
+) -> None:
+    session = new_session(proxy_url, GPT, "openai")
+    long_task = "Refactor the parser. " + " ".join(f"detail{i}" for i in range(1_500))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": long_task}]
+    headers = {"authorization": "Bearer sk-caller", "x-compactor-session": session}
+    upstream.reply = lambda received: Reply("Done.", ())
+    with httpx.Client(timeout=60) as http:
+        for turn in range(3):
+            body: dict[str, Any] = {"model": GPT, "messages": messages, "prompt_cache_key": "k"}
+            if stream:
+                body |= {"stream": True, "stream_options": {"include_usage": True}}
+            answer = http.post(f"{proxy_url}/v1/chat/completions", json=body, headers=headers)
+            assert answer.status_code == 200, answer.text
+            messages = [
+                *messages,
+                {"role": "assistant", "content": "Done."},
+                {"role": "user", "content": f"Next step {turn}."},
+            ]
+    cost = cost_of(proxy_url, session)
+    part = cost["upstream"]
+    assert part["calls"] == 3
+    assert part["tokens"] == billed(upstream.bills)
+    assert part["tokens"]["cache_read_tokens"] >= 1024
+    # gpt-4o: $2.50/M, cached input half of it, $10/M output.
+    assert part["cost_usd"]["total"] == pytest.approx(sum(b.dollars for b in upstream.bills))
+    assert cost["summarizer"]["calls"] == 0
+    assert cost["uncompacted"]["folded_tokens"] == 0
+    assert cost["saved_usd"] == pytest.approx(0.0)
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of the Prometheus text (0 when absent)."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        match = re.fullmatch(rf"{name}\{{(.*)\}} (\S+)", line)
+        if match and ",".join(sorted(match.group(1).split(","))) == wanted:
+            return float(match.group(2))
+    return 0.0
+
+
+def test_stateless_requests_are_counted_in_the_metrics(
+    proxy_url: str, upstream: BillingUpstream
+) -> None:
+    agent = CodingAgent(proxy_url, CLAUDE, result_tokens=300)
+    try:
+        list(agent.turns(4))
+    finally:
+        agent.http.close()
+    text = httpx.get(f"{proxy_url}/metrics").text
+    sums = billed(upstream.bills)
+    kinds = {
+        "input": "input_tokens",
+        "cache_write": "cache_write_tokens",
+        "cache_read": "cache_read_tokens",
+        "output": "output_tokens",
+    }
+    for kind, field_name in kinds.items():
+        value = metric(
+            text, "compactor_upstream_tokens_total", kind=kind, api="messages", source="upstream"
+        )
+        assert value == sums[field_name], kind
+    dollars = metric(text, "compactor_cost_usd_total", api="messages", source="upstream")
+    assert dollars == pytest.approx(sum(b.dollars for b in upstream.bills))
+
+
+def test_the_cost_of_an_unknown_session_is_404(proxy_url: str) -> None:
+    answer = httpx.get(f"{proxy_url}/sessions/00000000-0000-0000-0000-000000000000/cost")
+    assert answer.status_code == 404
+    assert answer.headers["content-type"].startswith("application/problem+json")
