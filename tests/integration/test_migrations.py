@@ -17,6 +17,7 @@ TABLES = {
     "idempotency_keys",
     "summary_cache",
     "ui_logins",
+    "cost_ledger",
 }
 
 
