@@ -38,6 +38,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/sessions/{session_id}/prepare"): "prepare",
     ("POST", "/sessions/{session_id}/compact"): "compact_session",
     ("GET", "/sessions/{session_id}/compactions"): "compactions",
+    ("GET", "/sessions/{session_id}/cost"): "cost",
 }
 
 # Answers the client unwraps: the method returns this one list field of the JSON object.

@@ -13,6 +13,7 @@ import type {
   PrepareOut,
   ReadyOut,
   SessionCompactIn,
+  SessionCostOut,
   SessionIn,
   SessionListOut,
   SessionOut,
@@ -74,6 +75,7 @@ export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
   "POST /sessions/{session_id}/prepare": "prepare",
   "POST /sessions/{session_id}/compact": "compactSession",
   "GET /sessions/{session_id}/compactions": "compactions",
+  "GET /sessions/{session_id}/cost": "cost",
 };
 
 function sessionPath(sessionId: string, suffix = ""): string {
@@ -222,6 +224,13 @@ export class CompactorClient {
   /** GET /sessions/{id}/compactions: every compaction record, oldest first. */
   compactions(sessionId: string): Promise<CompactionListOut> {
     const path = sessionPath(sessionId, "/compactions");
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share, and what
+   * the same requests would have cost uncompacted (SPEC §15). */
+  cost(sessionId: string): Promise<SessionCostOut> {
+    const path = sessionPath(sessionId, "/cost");
     return this.#send({ method: "GET", path, answer: "json" });
   }
 }

@@ -12,8 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from context_compactor import AsyncCompactorClient, CompactorClient, SessionCost
 
 from app.settings import Settings
 from tests.billing import Bill, BillingUpstream, Reply, SimulatedClock, summarizing
@@ -133,6 +135,17 @@ def test_a_bound_anthropic_session_costs_what_the_upstream_billed(
         cost["uncompacted"]["cost_usd"] - cost["total_cost_usd"]
     )
     assert cost["unpriced_models"] == []
+    # The Python clients read the same answer, typed.
+    with CompactorClient(proxy_url) as client:
+        typed = client.cost(session)
+    assert typed.upstream.tokens.cache_read_tokens == part["tokens"]["cache_read_tokens"]
+    assert typed.saved_usd == pytest.approx(cost["saved_usd"])
+
+    async def read_async() -> SessionCost:
+        async with AsyncCompactorClient(proxy_url) as client:
+            return await client.cost(session)
+
+    assert anyio.run(read_async).raw == cost
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

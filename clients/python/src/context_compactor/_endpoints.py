@@ -25,6 +25,7 @@ from context_compactor._session_models import (
     Context,
     PrepareResult,
     Session,
+    SessionCost,
     SessionPage,
     Transcript,
     parse_compactions,
@@ -171,3 +172,7 @@ def compact_session(
 
 def compactions(session_id: str) -> Call[list[CompactionRecord]]:
     return Call("GET", _session_path(session_id, "/compactions"), _json(parse_compactions))
+
+
+def cost(session_id: str) -> Call[SessionCost]:
+    return Call("GET", _session_path(session_id, "/cost"), _json(SessionCost.parse))

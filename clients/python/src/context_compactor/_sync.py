@@ -24,6 +24,7 @@ from context_compactor._session_models import (
     Context,
     PrepareResult,
     Session,
+    SessionCost,
     SessionPage,
     Transcript,
 )
@@ -160,3 +161,8 @@ class CompactorClient(ClientBase[httpx.Client]):
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """GET /sessions/{id}/compactions: every compaction record, oldest first."""
         return self._send(api.compactions(session_id))
+
+    def cost(self, session_id: str) -> SessionCost:
+        """GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share,
+        and what the same requests would have cost uncompacted (SPEC §15)."""
+        return self._send(api.cost(session_id))
