@@ -146,6 +146,12 @@ def test_a_bound_anthropic_session_costs_what_the_upstream_billed(
             return await client.cost(session)
 
     assert anyio.run(read_async).raw == cost
+    # The inspector's page of the session says the same money.
+    page = httpx.get(f"{proxy_url}/ui/sessions/{session}")
+    assert page.status_code == 200, page.text
+    section = page.text.split('<section id="cost">', 1)[1].split("</section>", 1)[0]
+    assert f"${cost['total_cost_usd']:.4f}" in section
+    assert f"${cost['saved_usd']:.4f}" in section
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
