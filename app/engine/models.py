@@ -335,7 +335,7 @@ def model_info_from_mapping(
 
 def prices_from_mapping(name: str, data: Mapping[str, Any]) -> ModelPrices:
     """One `prices` entry (US dollars per million tokens); raises ValueError if bad."""
-    known = ("input", "cache_write", "cache_read", "output")
+    known = ("input", "cache_write", "cache_read", "output", "cache_write_1h")
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ValueError(f"prices {name!r}: unknown keys {unknown} (known: {', '.join(known)})")

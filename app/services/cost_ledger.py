@@ -53,13 +53,15 @@ class CostObserver(Protocol):
         ...
 
 
-def billed_tokens(usage: Mapping[str, int]) -> BilledTokens:
+def billed_tokens(usage: Mapping[str, int], one_hour_writes: int = 0) -> BilledTokens:
     """A reply's usage report (the session's usage fields) as ledger tokens."""
+    written = usage.get("cache_creation_input_tokens", 0)
     return BilledTokens(
         input_tokens=usage.get("input_tokens", 0),
-        cache_write_tokens=usage.get("cache_creation_input_tokens", 0),
+        cache_write_tokens=written,
         cache_read_tokens=usage.get("cache_read_input_tokens", 0),
         output_tokens=usage.get("output_tokens", 0),
+        cache_write_1h_tokens=min(one_hour_writes, written),
     )
 
 
@@ -71,6 +73,7 @@ def summary_tokens(usage: SummaryUsage) -> BilledTokens:
         cache_write_tokens=usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         output_tokens=usage.output_tokens,
+        cache_write_1h_tokens=min(usage.cache_write_1h_tokens, usage.cache_write_tokens),
     )
 
 
@@ -85,20 +88,28 @@ def by_kind(tokens: BilledTokens) -> dict[str, int]:
 
 
 def kind_dollars(tokens: BilledTokens, prices: ModelPrices) -> dict[str, float] | None:
-    """Dollars per kind; None when a kind with tokens has no price."""
+    """Dollars per kind; None when a kind with tokens has no price. Cache writes with
+    the 1-hour TTL are priced at `cache_write_1h` (as `cache_write` when it is not set)."""
+    one_hour = tokens.cache_write_1h_tokens
+    long_price = prices.cache_write_1h if prices.cache_write_1h is not None else prices.cache_write
     counts = {
-        "input": (tokens.input_tokens, prices.input),
-        "cache_write": (tokens.cache_write_tokens, prices.cache_write),
-        "cache_read": (tokens.cache_read_tokens, prices.cache_read),
-        "output": (tokens.output_tokens, prices.output),
+        "input": [(tokens.input_tokens, prices.input)],
+        "cache_write": [
+            (tokens.cache_write_tokens - one_hour, prices.cache_write),
+            (one_hour, long_price),
+        ],
+        "cache_read": [(tokens.cache_read_tokens, prices.cache_read)],
+        "output": [(tokens.output_tokens, prices.output)],
     }
     dollars: dict[str, float] = {}
-    for kind, (count, price) in counts.items():
-        if price is None:
-            if count:
-                return None
-            price = 0.0
-        dollars[kind] = count * price / 1e6
+    for kind, parts in counts.items():
+        dollars[kind] = 0.0
+        for count, price in parts:
+            if price is None:
+                if count:
+                    return None
+                continue
+            dollars[kind] += count * price / 1e6
     return dollars
 
 
@@ -174,10 +185,13 @@ class CostLedger:
         api: str,
         model: str | None,
         usage: Mapping[str, int],
+        one_hour_writes: int = 0,
     ) -> None:
         """Records a proxied request's reply usage; a store failure is logged, never
         raised: the caller already has its answer."""
-        entry = LedgerEntry(tenant, session_id, UPSTREAM, api, model or "", billed_tokens(usage))
+        entry = LedgerEntry(
+            tenant, session_id, UPSTREAM, api, model or "", billed_tokens(usage, one_hour_writes)
+        )
         try:
             await anyio.to_thread.run_sync(self._add, entry)
         except (StoreError, CompactorError) as exc:

@@ -34,6 +34,7 @@ class CostLedgerRepository:
                 cache_write_tokens=tokens.cache_write_tokens,
                 cache_read_tokens=tokens.cache_read_tokens,
                 output_tokens=tokens.output_tokens,
+                cache_write_1h_tokens=tokens.cache_write_1h_tokens,
             )
         )
         self.db.flush()
@@ -55,6 +56,7 @@ class CostLedgerRepository:
                     row.cache_write_tokens,
                     row.cache_read_tokens,
                     row.output_tokens,
+                    row.cache_write_1h_tokens,
                 ),
                 1,
                 aware(row.created_at),
@@ -74,6 +76,7 @@ class CostLedgerRepository:
                 func.sum(c.cache_write_tokens),
                 func.sum(c.cache_read_tokens),
                 func.sum(c.output_tokens),
+                func.sum(c.cache_write_1h_tokens),
                 func.count(),
                 func.max(c.created_at),
             )
@@ -86,9 +89,9 @@ class CostLedgerRepository:
                 source,
                 api,
                 model,
-                BilledTokens(int(i or 0), int(w or 0), int(r or 0), int(o or 0)),
+                BilledTokens(int(i or 0), int(w or 0), int(r or 0), int(o or 0), int(h or 0)),
                 int(calls),
                 aware(latest),
             )
-            for source, api, model, i, w, r, o, calls, latest in self.db.execute(query)
+            for source, api, model, i, w, r, o, h, calls, latest in self.db.execute(query)
         ]

@@ -197,6 +197,8 @@ class CostLedgerRow(Base):
     cache_write_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cache_read_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Of the cache writes, those with Anthropic's 1-hour TTL (priced apart).
+    cache_write_1h_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -215,6 +215,8 @@ class BilledTokens:
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     output_tokens: int = 0
+    # Of `cache_write_tokens`, those written with Anthropic's 1-hour TTL.
+    cache_write_1h_tokens: int = 0
 
     def plus(self, other: BilledTokens) -> BilledTokens:
         """Both together."""
@@ -223,6 +225,7 @@ class BilledTokens:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.output_tokens + other.output_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
 

@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("cache_write_tokens", sa.BigInteger(), nullable=False),
         sa.Column("cache_read_tokens", sa.BigInteger(), nullable=False),
         sa.Column("output_tokens", sa.BigInteger(), nullable=False),
+        sa.Column("cache_write_1h_tokens", sa.BigInteger(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_cost_ledger")),
     )

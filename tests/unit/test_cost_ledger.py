@@ -43,6 +43,14 @@ def test_the_operators_prices_override_the_registry_key_by_key() -> None:
     assert prices.output == 15.0
 
 
+def test_one_hour_cache_writes_cost_twice_the_input_price() -> None:
+    prices = load_registry().resolve("claude-sonnet-4-5").prices
+    tokens = BilledTokens(cache_write_tokens=3_000_000, cache_write_1h_tokens=1_000_000)
+    dollars = kind_dollars(tokens, prices)
+    assert dollars is not None
+    assert dollars["cache_write"] == pytest.approx(2 * 3.75 + 1 * 6.0)
+
+
 def test_a_kind_with_tokens_and_no_price_leaves_the_cost_unknown() -> None:
     assert kind_dollars(BilledTokens(output_tokens=1), ModelPrices(input=1.0)) is None
     dollars = kind_dollars(BilledTokens(input_tokens=1_000_000), ModelPrices(input=1.0))

@@ -67,6 +67,8 @@ class UpstreamReply:
 
     messages: list[Any]
     usage: dict[str, int] | None
+    # Of `usage`'s cache writes, those with Anthropic's 1-hour TTL (priced 2x, not 1.25x).
+    cache_write_1h: int = 0
 
 
 class ReplyStream(Protocol):
@@ -270,6 +272,13 @@ def _split_cached(prompt: Any, output: Any, details: Any) -> dict[str, Any]:
         "cache_read_input_tokens": cached,
         "output_tokens": output,
     }
+
+
+def one_hour_writes(raw: Any) -> int:
+    """Anthropic's `usage.cache_creation.ephemeral_1h_input_tokens` (0 when absent)."""
+    split = raw.get("cache_creation") if isinstance(raw, dict) else None
+    value = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    return _count(value) or 0
 
 
 def output_budget(body: Mapping[str, Any], names: Sequence[str]) -> int:

@@ -190,7 +190,7 @@ class ProxyService:
             # The bill first: it happened upstream whatever the recording says.
             if reply.usage:
                 await ledger.upstream_call(
-                    call.tenant, session_id, call.api.name, model, reply.usage
+                    call.tenant, session_id, call.api.name, model, reply.usage, reply.cache_write_1h
                 )
             if recorder is not None:
                 await recorder(reply)

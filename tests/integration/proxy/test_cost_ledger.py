@@ -125,6 +125,9 @@ def test_a_bound_anthropic_session_costs_what_the_upstream_billed(
     assert len(summarizer.bills) >= len(summaries)
     assert summ["tokens"] == billed(summarizer.bills)
     assert summ["tokens"]["input_tokens"] > 0
+    # Its fixed instructions are written with the 1-hour TTL (2x): priced as billed.
+    assert sum(b.write_1h for b in summarizer.bills) > 0
+    assert summ["cost_usd"]["total"] == pytest.approx(sum(b.dollars for b in summarizer.bills))
     assert cost["total_cost_usd"] == pytest.approx(
         part["cost_usd"]["total"] + summ["cost_usd"]["total"]
     )
