@@ -432,7 +432,12 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         ),
     }
     compactor = TransparentCompactor(
-        state.estimation, state.compaction, state.summary_cache, state.metrics, tracer=state.tracer
+        state.estimation,
+        state.compaction,
+        state.summary_cache,
+        state.metrics,
+        tracer=state.tracer,
+        ledger=state.sessions.ledger,
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

@@ -189,9 +189,11 @@ class CostLedger:
     ) -> None:
         """Records a proxied request's reply usage; a store failure is logged, never
         raised: the caller already has its answer."""
-        entry = LedgerEntry(
-            tenant, session_id, UPSTREAM, api, model or "", billed_tokens(usage, one_hour_writes)
-        )
+        tokens = billed_tokens(usage, one_hour_writes)
+        await self.record(LedgerEntry(tenant, session_id, UPSTREAM, api, model or "", tokens))
+
+    async def record(self, entry: LedgerEntry) -> None:
+        """Records `entry` in a transaction of its own; a store failure is logged."""
         try:
             await anyio.to_thread.run_sync(self._add, entry)
         except (StoreError, CompactorError) as exc:
@@ -200,7 +202,7 @@ class CostLedger:
         self._observed(entry)
 
     def summarizer_entry(
-        self, tenant: str, session_id: str, provider: str, model: str, usage: SummaryUsage
+        self, tenant: str, session_id: str | None, provider: str, model: str, usage: SummaryUsage
     ) -> LedgerEntry:
         """The ledger entry of a session's summary call (added with its compaction)."""
         return LedgerEntry(tenant, session_id, SUMMARIZER, provider, model, summary_tokens(usage))

@@ -23,6 +23,7 @@ from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_compaction, window_source
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.call import ProxyCall, ProxyMode
@@ -95,7 +96,9 @@ class TransparentCompactor:
         observer: ProxyObserver,
         memos: ResendMemos | None = None,
         tracer: Tracer | None = None,
+        ledger: CostLedger | None = None,
     ) -> None:
+        self.ledger = ledger
         self.estimation = estimation
         self.compaction = compaction
         self.cache = cache
@@ -214,6 +217,13 @@ class TransparentCompactor:
             summary_message=outcome.messages[inline],
         )
         await anyio.to_thread.run_sync(self._store, call.tenant, scope, prefixes, summarized)
+        if self.ledger is not None and outcome.summary is not None and outcome.summarizer:
+            # A stateless summary is billed to the tenant (bound requests never get here).
+            info = outcome.summarizer.info
+            entry = self.ledger.summarizer_entry(
+                call.tenant, None, info.provider, info.model, outcome.summary.usage
+            )
+            await self.ledger.record(entry)
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after

@@ -200,29 +200,36 @@ def metric(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-def test_stateless_requests_are_counted_in_the_metrics(
-    proxy_url: str, upstream: BillingUpstream
+def test_stateless_requests_and_their_summaries_are_counted_in_the_metrics(
+    proxy_url: str, upstream: BillingUpstream, summarizer: BillingUpstream
 ) -> None:
-    agent = CodingAgent(proxy_url, CLAUDE, result_tokens=300)
+    agent = CodingAgent(proxy_url, CLAUDE, result_tokens=800)
     try:
-        list(agent.turns(4))
+        compacted = sum(
+            answer.headers.get("x-compactor-compacted") == "true" for answer in agent.turns(16)
+        )
     finally:
         agent.http.close()
+    assert compacted >= 1 and summarizer.bills
     text = httpx.get(f"{proxy_url}/metrics").text
-    sums = billed(upstream.bills)
     kinds = {
         "input": "input_tokens",
         "cache_write": "cache_write_tokens",
         "cache_read": "cache_read_tokens",
         "output": "output_tokens",
     }
-    for kind, field_name in kinds.items():
-        value = metric(
-            text, "compactor_upstream_tokens_total", kind=kind, api="messages", source="upstream"
-        )
-        assert value == sums[field_name], kind
-    dollars = metric(text, "compactor_cost_usd_total", api="messages", source="upstream")
-    assert dollars == pytest.approx(sum(b.dollars for b in upstream.bills))
+    for source, api, fake in (
+        ("upstream", "messages", upstream),
+        ("summarizer", "anthropic", summarizer),
+    ):
+        sums = billed(fake.bills)
+        for kind, field_name in kinds.items():
+            value = metric(
+                text, "compactor_upstream_tokens_total", kind=kind, api=api, source=source
+            )
+            assert value == sums[field_name], (source, kind)
+        dollars = metric(text, "compactor_cost_usd_total", api=api, source=source)
+        assert dollars == pytest.approx(sum(b.dollars for b in fake.bills)), source
 
 
 def test_the_cost_of_an_unknown_session_is_404(proxy_url: str) -> None:
