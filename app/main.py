@@ -17,6 +17,7 @@ from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
 from app.api.routes import (
+    cost,
     health,
     history,
     landing,
@@ -81,6 +82,7 @@ def create_app(
     authenticated = [Depends(current_tenant)]
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
+    app.include_router(cost.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
     app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])

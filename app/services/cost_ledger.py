@@ -161,6 +161,19 @@ class SessionCost:
         return self.uncompacted_dollars - total
 
 
+@dataclass
+class TenantCost:
+    """A tenant's ledger by (source, API, model)."""
+
+    lines: list[tuple[tuple[str, str, str], CostPart]]
+    unpriced_models: list[str]
+
+    @property
+    def total(self) -> float | None:
+        totals = [part.total for _, part in self.lines]
+        return None if any(t is None for t in totals) else sum(t or 0.0 for t in totals)
+
+
 class CostLedger:
     """Records billed calls and prices them back."""
 
@@ -269,6 +282,19 @@ class CostLedger:
             lines = tx.ledger.session_lines(tenant, session_id)
             compactions = tx.compactions.all(session_id)
         return self.session_cost(lines, compactions)
+
+    def tenant_cost(self, tenant: str) -> TenantCost:
+        """The tenant's calls by source, API and model, priced."""
+        lines: list[tuple[tuple[str, str, str], CostPart]] = []
+        unpriced: set[str] = set()
+        for line in self.tenant_lines(tenant):
+            part = CostPart()
+            dollars = kind_dollars(line.tokens, self.prices(line.model))
+            if dollars is None:
+                unpriced.add(line.model)
+            part.add(line, dollars)
+            lines.append(((line.source, line.api, line.model), part))
+        return TenantCost(lines, sorted(unpriced))
 
     def tenant_lines(self, tenant: str) -> list[LedgerLine]:
         """The tenant's calls summed by source, API and model."""

@@ -39,6 +39,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/sessions/{session_id}/compact"): "compact_session",
     ("GET", "/sessions/{session_id}/compactions"): "compactions",
     ("GET", "/sessions/{session_id}/cost"): "cost",
+    ("GET", "/cost"): "tenant_cost",
 }
 
 # Answers the client unwraps: the method returns this one list field of the JSON object.

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from app.api.schemas.cost import (
+    CostLineOut,
     CostPartOut,
     DollarsByKind,
     SessionCostOut,
+    TenantCostOut,
     TokensByKind,
     UncompactedOut,
 )
-from app.services.cost_ledger import CostPart, SessionCost
+from app.services.cost_ledger import CostPart, SessionCost, TenantCost
 
 
 def _part(part: CostPart) -> CostPartOut:
@@ -39,4 +41,15 @@ def session_cost_out(session_id: str, cost: SessionCost) -> SessionCostOut:
         ),
         saved_usd=cost.saved,
         unpriced_models=cost.unpriced_models,
+    )
+
+
+def tenant_cost_out(cost: TenantCost) -> TenantCostOut:
+    """The answer of `GET /cost`."""
+    lines = [
+        CostLineOut(source=source, api=api, model=model, **_part(part).model_dump())
+        for (source, api, model), part in cost.lines
+    ]
+    return TenantCostOut(
+        lines=lines, total_cost_usd=cost.total, unpriced_models=cost.unpriced_models
     )

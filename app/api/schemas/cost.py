@@ -45,6 +45,18 @@ class UncompactedOut(BaseModel):
     )
 
 
+class CostLineOut(CostPartOut):
+    source: str = Field(description="upstream (proxied requests) or summarizer.")
+    api: str = Field(description="The API (messages, chat_completions, …) or the provider.")
+    model: str
+
+
+class TenantCostOut(BaseModel):
+    lines: list[CostLineOut] = Field(description="By source, API and model.")
+    total_cost_usd: float | None = Field(description="Null when a line is unpriced.")
+    unpriced_models: list[str]
+
+
 class SessionCostOut(BaseModel):
     session_id: str
     upstream: CostPartOut = Field(description="Proxied requests of the session.")

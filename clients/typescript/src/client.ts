@@ -19,6 +19,7 @@ import type {
   SessionOut,
   SystemPromptIn,
   SystemPromptOut,
+  TenantCostOut,
   TranscriptOut,
 } from "./types.js";
 
@@ -76,6 +77,7 @@ export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
   "POST /sessions/{session_id}/compact": "compactSession",
   "GET /sessions/{session_id}/compactions": "compactions",
   "GET /sessions/{session_id}/cost": "cost",
+  "GET /cost": "tenantCost",
 };
 
 function sessionPath(sessionId: string, suffix = ""): string {
@@ -232,5 +234,10 @@ export class CompactorClient {
   cost(sessionId: string): Promise<SessionCostOut> {
     const path = sessionPath(sessionId, "/cost");
     return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** GET /cost: what the caller's tenant was billed, by source, API and model. */
+  tenantCost(): Promise<TenantCostOut> {
+    return this.#send({ method: "GET", path: "/cost", answer: "json" });
   }
 }

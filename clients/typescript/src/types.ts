@@ -152,6 +152,19 @@ export interface ContextOut {
   tools: Record<string, unknown>[];
 }
 
+export interface CostLineOut {
+  /** The API (messages, chat_completions, …) or the provider. */
+  api: string;
+  /** Billed calls with a usage report. */
+  calls: number;
+  /** Null when a call's model has no price for a kind it used. */
+  cost_usd: DollarsByKind | null;
+  model: string;
+  /** upstream (proxied requests) or summarizer. */
+  source: string;
+  tokens: TokensByKind;
+}
+
 export interface CostPartOut {
   /** Billed calls with a usage report. */
   calls: number;
@@ -404,6 +417,14 @@ export interface SystemPromptOut {
   tokens: number;
 }
 
+export interface TenantCostOut {
+  /** By source, API and model. */
+  lines: CostLineOut[];
+  /** Null when a line is unpriced. */
+  total_cost_usd: number | null;
+  unpriced_models: string[];
+}
+
 export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
 
 /** Tokens as the upstream's usage reported them. */
@@ -459,6 +480,7 @@ export interface UsageIn {
 /** Every REST operation of the API, as `METHOD /path`. */
 export type Operation =
   | "DELETE /sessions/{session_id}"
+  | "GET /cost"
   | "GET /healthz"
   | "GET /metrics"
   | "GET /readyz"

@@ -230,6 +230,23 @@ def test_stateless_requests_and_their_summaries_are_counted_in_the_metrics(
             assert value == sums[field_name], (source, kind)
         dollars = metric(text, "compactor_cost_usd_total", api=api, source=source)
         assert dollars == pytest.approx(sum(b.dollars for b in fake.bills)), source
+    # The tenant's ledger (stateless requests have no session) says the same.
+    with CompactorClient(proxy_url) as client:
+        tenant = client.tenant_cost()
+    lines = {(line.source, line.api, line.model): line for line in tenant.lines}
+    assert set(lines) == {
+        ("upstream", "messages", CLAUDE),
+        ("summarizer", "anthropic", "claude-sonnet-4-5"),
+    }
+    up, summ = (
+        lines["upstream", "messages", CLAUDE],
+        lines["summarizer", "anthropic", "claude-sonnet-4-5"],
+    )
+    assert up.calls == len(upstream.bills)
+    assert up.tokens.cache_read_tokens == billed(upstream.bills)["cache_read_tokens"]
+    assert summ.tokens.input_tokens == billed(summarizer.bills)["input_tokens"]
+    everything = [*upstream.bills, *summarizer.bills]
+    assert tenant.total_cost_usd == pytest.approx(sum(b.dollars for b in everything))
 
 
 def test_the_cost_of_an_unknown_session_is_404(proxy_url: str) -> None:

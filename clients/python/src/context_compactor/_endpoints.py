@@ -27,6 +27,7 @@ from context_compactor._session_models import (
     Session,
     SessionCost,
     SessionPage,
+    TenantCost,
     Transcript,
     parse_compactions,
 )
@@ -172,6 +173,10 @@ def compact_session(
 
 def compactions(session_id: str) -> Call[list[CompactionRecord]]:
     return Call("GET", _session_path(session_id, "/compactions"), _json(parse_compactions))
+
+
+def tenant_cost() -> Call[TenantCost]:
+    return Call("GET", "/cost", _json(TenantCost.parse))
 
 
 def cost(session_id: str) -> Call[SessionCost]:

@@ -360,3 +360,47 @@ class SessionCost:
             unpriced_models=f.texts(raw, "unpriced_models"),
             raw=raw,
         )
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """The tenant's calls of one source, API (or provider) and model."""
+
+    source: str
+    """`upstream` (proxied requests) or `summarizer`."""
+    api: str
+    model: str
+    calls: int
+    tokens: TokensByKind
+    cost_usd: DollarsByKind | None
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> CostLine:
+        part = CostPart.parse(raw)
+        return cls(
+            source=f.text(raw, "source"),
+            api=f.text(raw, "api"),
+            model=f.text(raw, "model"),
+            calls=part.calls,
+            tokens=part.tokens,
+            cost_usd=part.cost_usd,
+        )
+
+
+@dataclass(frozen=True)
+class TenantCost:
+    """GET /cost: what the caller's tenant was billed, by source, API and model."""
+
+    lines: list[CostLine]
+    total_cost_usd: float | None
+    unpriced_models: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> TenantCost:
+        return cls(
+            lines=[CostLine.parse(item) for item in f.objects(raw, "lines")],
+            total_cost_usd=f.opt_number(raw, "total_cost_usd"),
+            unpriced_models=f.texts(raw, "unpriced_models"),
+            raw=raw,
+        )

@@ -26,6 +26,7 @@ from context_compactor._session_models import (
     Session,
     SessionCost,
     SessionPage,
+    TenantCost,
     Transcript,
 )
 from context_compactor._transport import DEFAULT_TIMEOUT, TimeoutTypes
@@ -161,6 +162,10 @@ class CompactorClient(ClientBase[httpx.Client]):
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """GET /sessions/{id}/compactions: every compaction record, oldest first."""
         return self._send(api.compactions(session_id))
+
+    def tenant_cost(self) -> TenantCost:
+        """GET /cost: what the caller's tenant was billed, by source, API and model."""
+        return self._send(api.tenant_cost())
 
     def cost(self, session_id: str) -> SessionCost:
         """GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share,
