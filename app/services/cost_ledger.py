@@ -216,9 +216,13 @@ class CostLedger:
 
     def summarizer_entry(
         self, tenant: str, session_id: str | None, provider: str, model: str, usage: SummaryUsage
-    ) -> LedgerEntry:
-        """The ledger entry of a session's summary call (added with its compaction)."""
-        return LedgerEntry(tenant, session_id, SUMMARIZER, provider, model, summary_tokens(usage))
+    ) -> LedgerEntry | None:
+        """The ledger entry of a summary call; None when nothing was billed (the
+        extractive summarizer calls no model)."""
+        tokens = summary_tokens(usage)
+        if tokens == BilledTokens():
+            return None
+        return LedgerEntry(tenant, session_id, SUMMARIZER, provider, model, tokens)
 
     def add_in(self, tx: StoreTransaction, entry: LedgerEntry) -> None:
         """Adds `entry` in the caller's transaction (a compaction and its summary cost are

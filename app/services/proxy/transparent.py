@@ -223,7 +223,8 @@ class TransparentCompactor:
             entry = self.ledger.summarizer_entry(
                 call.tenant, None, info.provider, info.model, outcome.summary.usage
             )
-            await self.ledger.record(entry)
+            if entry is not None:
+                await self.ledger.record(entry)
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after
