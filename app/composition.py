@@ -303,7 +303,7 @@ def build_state(
         metrics=observed,
         summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
         native=native,
-        stateless=StatelessHistory(estimation, compaction, native.responses),
+        stateless=StatelessHistory(estimation, compaction, native.responses, sessions.ledger),
         vendor_endpoints=VendorEndpoints(native, sessions, estimation),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(

@@ -253,3 +253,20 @@ def test_the_cost_of_an_unknown_session_is_404(proxy_url: str) -> None:
     answer = httpx.get(f"{proxy_url}/sessions/00000000-0000-0000-0000-000000000000/cost")
     assert answer.status_code == 404
     assert answer.headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_stateless_compact_bills_its_summary_to_the_tenant(
+    proxy_url: str, summarizer: BillingUpstream
+) -> None:
+    messages = [
+        {"role": role, "content": f"Turn {i}: " + " ".join(f"word{i}_{j}" for j in range(300))}
+        for i, role in zip(range(12), ["user", "assistant"] * 6, strict=True)
+    ]
+    body = {"messages": messages, "model": CLAUDE, "force": True, "keep_recent_tokens": 500}
+    answer = httpx.post(f"{proxy_url}/compact", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert summarizer.bills
+    tenant = httpx.get(f"{proxy_url}/cost").json()
+    (line,) = [item for item in tenant["lines"] if item["source"] == "summarizer"]
+    assert line["tokens"] == billed(summarizer.bills)
+    assert line["cost_usd"]["total"] == pytest.approx(sum(b.dollars for b in summarizer.bills))
