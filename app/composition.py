@@ -287,6 +287,9 @@ def build_state(
         idempotency_retention=retention,
     )
     sessions.ledger.observer = observed
+    ledger = sessions.ledger if settings.cost_ledger else None
+    if ledger is None:
+        sessions.compactor.ledger = None  # summary calls of sessions: not recorded either
     api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
@@ -303,7 +306,7 @@ def build_state(
         metrics=observed,
         summary_cache=SummaryCache(SqlSummaryStore(store, settings.proxy_summary_cache_entries)),
         native=native,
-        stateless=StatelessHistory(estimation, compaction, native.responses, sessions.ledger),
+        stateless=StatelessHistory(estimation, compaction, native.responses, ledger),
         vendor_endpoints=VendorEndpoints(native, sessions, estimation),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(
@@ -406,7 +409,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         observer=state.metrics,
         tracer=state.tracer,
         decisions=state.recent_decisions,
-        ledger=state.sessions.ledger,
+        ledger=state.sessions.ledger if settings.cost_ledger else None,
     )
     stack.callback(setattr, state, "proxy", None)
 
@@ -437,7 +440,7 @@ def proxy_stages(state: AppState) -> list[NativeStage | SessionStage | Transpare
         state.summary_cache,
         state.metrics,
         tracer=state.tracer,
-        ledger=state.sessions.ledger,
+        ledger=state.sessions.ledger if state.settings.cost_ledger else None,
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

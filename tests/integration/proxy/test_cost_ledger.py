@@ -270,3 +270,29 @@ def test_a_stateless_compact_bills_its_summary_to_the_tenant(
     (line,) = [item for item in tenant["lines"] if item["source"] == "summarizer"]
     assert line["tokens"] == billed(summarizer.bills)
     assert line["cost_usd"]["total"] == pytest.approx(sum(b.dollars for b in summarizer.bills))
+
+
+def test_with_the_ledger_off_nothing_is_recorded(
+    tmp_path: Path, upstream: BillingUpstream, summarizer: BillingUpstream
+) -> None:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'off.db'}",
+        upstream_anthropic_url=upstream.base_url,
+        summarizer="anthropic",
+        summarizer_base_url=summarizer.base_url,
+        summarizer_model="claude-sonnet-4-5",
+        summarizer_api_key="sk-summarizer",
+        cost_ledger=False,
+    )
+    with live_service(settings) as url:
+        session = new_session(url, CLAUDE, "anthropic")
+        agent = CodingAgent(url, CLAUDE, {"x-compactor-session": session})
+        try:
+            list(agent.turns(2))
+        finally:
+            agent.http.close()
+        assert len(upstream.bills) == 2
+        assert cost_of(url, session)["upstream"]["calls"] == 0
+        assert httpx.get(f"{url}/cost").json()["lines"] == []
+        text = httpx.get(f"{url}/metrics").text
+        assert "compactor_upstream_tokens_total{" not in text
