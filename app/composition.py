@@ -45,6 +45,7 @@ from app.providers.model_lists import LiteLLMModelInfo, OpenAIModelList
 from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import EstimationService
 from app.services.inspector.logins import InspectorLogins
 from app.services.model_catalog import ModelCatalog, ModelListSource, UpstreamModelWindows
@@ -62,6 +63,7 @@ from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import SummaryCache
 from app.services.proxy.transparent import TransparentCompactor, TransparentStage
 from app.services.sessions.service import SessionService
+from app.services.sessions.transactions import SessionStore
 from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
 from app.services.tracing import NullTracer, TracedSummarizer, Tracer
@@ -271,12 +273,16 @@ def build_state(
     )
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
+    # The cost ledger (SPEC §15) on the session store; None when COMPACTOR_COST_LEDGER=false.
+    costs = CostLedger(SessionStore(SessionDatabase(store)), catalog, observer=observed)
+    ledger = costs if settings.cost_ledger else None
     native = build_native_services(
         estimation,
         compaction,
         settings.state_key_bytes(),
         native_apis(),
         clear_step_tokens=0 if settings.native_clearing == "exact" else DEFAULT_CLEAR_STEP_TOKENS,
+        ledger=ledger,
     )
     retention = timedelta(hours=settings.idempotency_retention_hours)
     sessions = SessionService(
@@ -285,9 +291,8 @@ def build_state(
         compaction,
         marker=marker,
         idempotency_retention=retention,
+        ledger=costs,
     )
-    sessions.ledger.observer = observed
-    ledger = sessions.ledger if settings.cost_ledger else None
     if ledger is None:
         sessions.compactor.ledger = None  # summary calls of sessions: not recorded either
     api_keys = parse_api_keys(settings.api_key_spec())

@@ -43,6 +43,7 @@ class SessionService:
         compaction: CompactionService,
         marker: SummaryMarker | None = None,
         idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
+        ledger: CostLedger | None = None,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -54,7 +55,7 @@ class SessionService:
         self.compactor = compactor
         # The cost ledger of this store (SPEC §15): summary calls are billed with the
         # compaction they made; `app.composition` gives it its observer.
-        self.ledger = CostLedger(store, estimation.models)
+        self.ledger = ledger or CostLedger(store, estimation.models)
         compactor.ledger = self.ledger
         # None when the store answers and its tables exist, else what is wrong.
         self.check_database = store.check_database

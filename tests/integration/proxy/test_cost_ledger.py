@@ -296,3 +296,33 @@ def test_with_the_ledger_off_nothing_is_recorded(
         assert httpx.get(f"{url}/cost").json()["lines"] == []
         text = httpx.get(f"{url}/metrics").text
         assert "compactor_upstream_tokens_total{" not in text
+
+
+def test_an_emulated_native_compaction_bills_its_summary_to_the_tenant(
+    proxy_url: str, upstream: BillingUpstream, summarizer: BillingUpstream
+) -> None:
+    history: list[dict[str, Any]] = []
+    for turn in range(12):
+        text = f"Turn {turn}: " + " ".join(f"word{turn}_{j}" for j in range(400))
+        history += [
+            {"role": "user", "content": text},
+            {"role": "assistant", "content": f"Done with turn {turn}."},
+        ]
+    history.append({"role": "user", "content": "Go on."})
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 2_000}}
+    body = {
+        "model": CLAUDE,
+        "max_tokens": 256,
+        "messages": history,
+        "context_management": {"edits": [edit]},
+    }
+    upstream.reply = lambda received: Reply("Going on.", ())
+    headers = {"x-api-key": "sk-ant-caller", "anthropic-version": "2023-06-01"}
+    headers["x-compactor-mode"] = "native"
+    answer = httpx.post(f"{proxy_url}/v1/messages", json=body, headers=headers, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert summarizer.bills
+    tenant = httpx.get(f"{proxy_url}/cost").json()
+    lines = {(item["source"], item["api"]): item for item in tenant["lines"]}
+    assert lines["summarizer", "anthropic"]["tokens"] == billed(summarizer.bills)
+    assert lines["upstream", "messages"]["tokens"] == billed(upstream.bills)
