@@ -46,6 +46,7 @@ from app.providers.model_lists import LiteLLMModelInfo, OpenAIModelList
 from app.providers.upstream import upstream_http_client
 from app.registry import load_registry
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import EstimationService
 from app.services.inspector.logins import InspectorLogins
 from app.services.model_catalog import ModelCatalog, ModelListSource, UpstreamModelWindows
@@ -66,6 +67,7 @@ from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import PrefixMemo, SummaryCache
 from app.services.proxy.transparent import TransparentCompactor, TransparentStage
 from app.services.sessions.service import SessionService
+from app.services.sessions.transactions import SessionStore
 from app.services.stateless import StatelessHistory
 from app.services.system_prompt import SystemPromptService
 from app.services.tracing import NullTracer, TracedSummarizer, Tracer
@@ -324,12 +326,16 @@ def build_state(
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)
     shared = shared_state(settings, store)
+    # The cost ledger (SPEC §15) on the session store; None when COMPACTOR_COST_LEDGER=false.
+    costs = CostLedger(SessionStore(SessionDatabase(store)), catalog, observer=observed)
+    ledger = costs if settings.cost_ledger else None
     native = build_native_services(
         estimation,
         compaction,
         settings.state_key_bytes(),
         native_apis(),
         clear_step_tokens=0 if settings.native_clearing == "exact" else DEFAULT_CLEAR_STEP_TOKENS,
+        ledger=ledger,
     )
     retention = timedelta(hours=settings.idempotency_retention_hours)
     sessions = SessionService(
@@ -340,7 +346,10 @@ def build_state(
         marker=replace(marker, recall_hint=settings.mcp),
         idempotency_retention=retention,
         compaction_lease=timedelta(seconds=settings.compaction_lease_seconds),
+        ledger=costs,
     )
+    if ledger is None:
+        sessions.compactor.ledger = None  # summary calls of sessions: not recorded either
     api_keys = parse_api_keys(settings.api_key_spec())
     return AppState(
         settings=settings,
@@ -357,7 +366,7 @@ def build_state(
         metrics=observed,
         summary_cache=SummaryCache(shared.summaries),
         native=native,
-        stateless=StatelessHistory(estimation, compaction, native.responses),
+        stateless=StatelessHistory(estimation, compaction, native.responses, ledger),
         vendor_endpoints=VendorEndpoints(native, sessions, estimation),
         # Without a configured key, logins last as long as this process (as the state does).
         ui_logins=InspectorLogins(
@@ -468,6 +477,7 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
         observer=state.metrics,
         tracer=state.tracer,
         decisions=state.recent_decisions,
+        ledger=state.sessions.ledger if settings.cost_ledger else None,
     )
     stack.callback(setattr, state, "proxy", None)
 
@@ -519,6 +529,7 @@ def proxy_stages(
         memos=state.resend_memos,
         tracer=state.tracer,
         ahead=ahead,
+        ledger=state.sessions.ledger if state.settings.cost_ledger else None,
     )
     return [
         NativeStage(handlers, emulate=state.settings.native_edits == "emulate"),

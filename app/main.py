@@ -18,6 +18,7 @@ from app.api.openapi import install_problem_openapi
 from app.api.problems import install_problem_handlers
 from app.api.request_log import RequestObservation
 from app.api.routes import (
+    cost,
     health,
     history,
     landing,
@@ -91,6 +92,7 @@ def create_app(
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(recall.router, dependencies=authenticated)
+    app.include_router(cost.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
     app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])

@@ -196,6 +196,11 @@ class Settings(BaseSettings):
     (more than `keep` recent tool uses stay on some turns; `applied_edits` says how many in
     `kept_tool_uses`); `exact` is the vendor's per-turn rule (exactly `keep` kept), which
     re-writes the prompt cache on every new tool use of a client that resends its history."""
+    cost_ledger: bool = True
+    """Record what every proxied request and summary call billed, as the upstream's usage
+    reported it (SPEC §15: `GET /sessions/{id}/cost`, `GET /cost`, the `/metrics` token and
+    dollar counters, the inspector). One small row per call in the store; `false` writes
+    none (the routes then answer what was recorded before)."""
     state_key: SecretStr | None = None
     """HMAC key that signs the compaction state handed to callers. Unset, a random key is
     made per process: compaction blocks/items then stop working after a restart and on

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -106,6 +107,32 @@ class Metrics:
             ["api", "outcome"],
             registry=self.registry,
         )
+
+        self.upstream_tokens = Counter(
+            "compactor_upstream_tokens",
+            "Tokens billed as the upstream's usage reported them (SPEC §15), by kind (input: "
+            "uncached, cache_write, cache_read, output), API (or summarizer provider) and "
+            "source (upstream: proxied requests; summarizer: a session's summary calls).",
+            ["kind", "api", "source"],
+            registry=self.registry,
+        )
+        self.cost_usd = Counter(
+            "compactor_cost_usd",
+            "US dollars those tokens cost at the registry's prices (calls whose model has "
+            "no price are not counted here), by API and source.",
+            ["api", "source"],
+            registry=self.registry,
+        )
+
+    # The CostObserver protocol of app.services.cost_ledger:
+
+    def billed(
+        self, source: str, api: str, tokens: Mapping[str, int], dollars: float | None
+    ) -> None:
+        for kind, count in tokens.items():
+            self.upstream_tokens.labels(kind, api, source).inc(count)
+        if dollars is not None:
+            self.cost_usd.labels(api, source).inc(dollars)
 
     # The ProxyObserver protocol of app.services.proxy.call:
 

@@ -25,6 +25,8 @@ class ModelPrices:
     cache_write: float | None = None
     cache_read: float | None = None
     output: float | None = None
+    # Anthropic's 1-hour cache writes (2x input); None: priced as `cache_write`.
+    cache_write_1h: float | None = None
 
     def over(self, base: ModelPrices | None) -> ModelPrices:
         """These prices, with `base`'s filling the ones not set here."""

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from app.engine.counting.images import ImageCostRule, ImageRuleKind
 from app.engine.counting.tools import DEFAULT_RENDERING, ToolsRendering
-from app.engine.model_policy import NO_POLICY, ModelPolicy, PolicyTable
+from app.engine.model_policy import NO_POLICY, ModelPolicy, ModelPrices, PolicyTable
 from app.engine.thinking import ThinkingLevel
 
 APPROXIMATE_ENCODING = "o200k_base"
@@ -63,6 +63,16 @@ class ModelInfo:
     tools_upper_bounds: tuple[ToolsRendering, ...] = ()
     # The operator's settings for this model (COMPACTOR_CONFIG `[models."pattern"]`).
     policy: ModelPolicy = NO_POLICY
+    # The vendor's list prices (the registry's `prices` table, by longest name prefix).
+    list_prices: ModelPrices | None = None
+
+    @property
+    def prices(self) -> ModelPrices:
+        """The prices the ledger applies: the operator's over the registry's list prices."""
+        configured = self.policy.prices
+        if configured is None:
+            return self.list_prices or ModelPrices()
+        return configured.over(self.list_prices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +139,11 @@ class ModelRegistry:
         alias_rules: Sequence[AliasRule] = (),
         aliases: Sequence[AliasRule] = (),
         policies: PolicyTable | None = None,
+        prices: Mapping[str, ModelPrices] | None = None,
     ) -> None:
         self._entries = {e.name: e for e in entries}
+        self._prices = {k.lower(): v for k, v in (prices or {}).items()}
+        self._price_prefixes = sorted(self._prices, key=len, reverse=True)
         # Longest prefix first, so `gpt-4o-mini` wins over `gpt-4o` and `gpt-4`.
         self._prefixes = sorted(self._entries, key=len, reverse=True)
         self._snapshots = dict(snapshots or {})
@@ -149,6 +162,9 @@ class ModelRegistry:
         if found is None and model and model != model.lower():
             found = self._find(model.lower(), 0)
         info = self._with_policy(model, found or self._unknown(model))
+        listed = self._list_prices(model, info.name)
+        if listed is not None:
+            info = replace(info, list_prices=listed)
         if len(self._resolved) >= _RESOLVED_CACHE_ENTRIES:
             self._resolved.clear()  # request-chosen names: bounded, never a leak
         self._resolved[model] = info
@@ -176,6 +192,16 @@ class ModelRegistry:
                 if hit is not None:
                     return _through_alias(hit)
         return next((self._entries[p] for p in self._prefixes if name.startswith(p)), None)
+
+    def _list_prices(self, *names: str | None) -> ModelPrices | None:
+        """The price entry whose key is the longest prefix of a name (the requested one
+        first: `claude-opus-4-6` is priced apart from the `claude-opus-4` entry)."""
+        for name in names:
+            lowered = (name or "").lower()
+            for prefix in self._price_prefixes:
+                if prefix and lowered.startswith(prefix):
+                    return self._prices[prefix]
+        return None
 
     def _unknown(self, model: str | None) -> ModelInfo:
         return ModelInfo(
@@ -305,6 +331,23 @@ def model_info_from_mapping(
         image_rule=image_rule,
         token_factor=factor,
     )
+
+
+def prices_from_mapping(name: str, data: Mapping[str, Any]) -> ModelPrices:
+    """One `prices` entry (US dollars per million tokens); raises ValueError if bad."""
+    known = ("input", "cache_write", "cache_read", "output", "cache_write_1h")
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValueError(f"prices {name!r}: unknown keys {unknown} (known: {', '.join(known)})")
+    values: dict[str, float] = {}
+    for key in known:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"prices {name!r}: {key} must be a number >= 0")
+        values[key] = float(value)
+    return ModelPrices(**values)
 
 
 def _lookup(table: Mapping[str, Any], key: Any, model: str, field_name: str) -> Any:

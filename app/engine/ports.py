@@ -76,6 +76,8 @@ class SummaryUsage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # Of the cache writes, those with Anthropic's 1-hour TTL (priced 2x, not 1.25x).
+    cache_write_1h_tokens: int = 0
 
     def plus(self, other: SummaryUsage) -> SummaryUsage:
         """Both calls' usage together."""
@@ -84,6 +86,7 @@ class SummaryUsage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
 

@@ -61,11 +61,16 @@ class _Block(BaseModel):
     text: str | None = None
 
 
+class _CacheCreation(BaseModel):
+    ephemeral_1h_input_tokens: int | None = None
+
+
 class _Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    cache_creation: _CacheCreation | None = None
 
 
 class MessagesAnswer(BaseModel):
@@ -136,7 +141,13 @@ class AnthropicSummarizer(HttpSummarizer):
             truncated=answer.stop_reason in _TRUNCATED_STOPS,
             # Anthropic's input_tokens is only the uncached part: the prompt is all three.
             usage=SummaryUsage(
-                usage.input_tokens + read + written, usage.output_tokens, read, written
+                usage.input_tokens + read + written,
+                usage.output_tokens,
+                read,
+                written,
+                (usage.cache_creation.ephemeral_1h_input_tokens or 0)
+                if usage.cache_creation is not None
+                else 0,
             ),
             # A budget too small for thinking sent none: report that, not the level asked.
             thinking=None if sent_thinking else ThinkingLevel.OFF,

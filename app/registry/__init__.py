@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from app.engine.model_policy import ModelPolicy, PolicyTable
+from app.engine.model_policy import ModelPolicy, ModelPrices, PolicyTable
 from app.engine.models import (
     AliasRule,
     CountingFamilies,
@@ -25,6 +25,7 @@ from app.engine.models import (
     ModelRegistry,
     image_rule_from_mapping,
     model_info_from_mapping,
+    prices_from_mapping,
     tools_rendering_from_mapping,
 )
 
@@ -73,7 +74,10 @@ def load_registry(
     image_rules: dict[str, Any] = {}
     snapshots: dict[str, str] = {}
     alias_rules: list[AliasRule] = []
+    prices: dict[str, ModelPrices] = {}
     for doc, source in docs:
+        for name, data in _table(doc, "prices", source).items():
+            prices[name] = prices_from_mapping(name, data)
         for name, data in _table(doc, "tools_renderings", source).items():
             renderings[name] = tools_rendering_from_mapping(name, data)
         for name, data in _table(doc, "image_rules", source).items():
@@ -99,6 +103,7 @@ def load_registry(
         alias_rules=alias_rules,
         aliases=[AliasRule.named(name, to) for name, to in (aliases or {}).items()],
         policies=PolicyTable(policies),
+        prices=prices,
     )
 
 

@@ -3,11 +3,12 @@ compacted as sent, a compaction item this service wrote standing for what it fol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.engine.ports import CallerGone
 from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 
@@ -25,6 +26,8 @@ class StatelessHistory:
     estimation: EstimationService
     compaction: CompactionService
     expander: HistoryExpander
+    # Bills the summary calls of `/compact` to the tenant (SPEC §15).
+    ledger: CostLedger | None = field(default=None)
 
     def estimate(self, history: HistoryInput, tenant: str) -> CountedHistory:
         """The history's count and decision (a compaction item counts as its history)."""
@@ -39,4 +42,13 @@ class StatelessHistory:
     ) -> CompactionOutcome:
         """The history compacted (a compaction item's summary is the previous summary)."""
         expanded = self.expander.expand_history(history, tenant)
-        return await self.compaction.compact(expanded, options, caller_gone)
+        outcome = await self.compaction.compact(expanded, options, caller_gone)
+        summary, summarizer = outcome.summary, outcome.summarizer
+        if self.ledger is not None and summary is not None and summarizer is not None:
+            info = summarizer.info
+            entry = self.ledger.summarizer_entry(
+                tenant, None, info.provider, info.model, summary.usage
+            )
+            if entry is not None:
+                await self.ledger.record(entry)
+        return outcome

@@ -244,3 +244,32 @@ class SessionChangeRow(Base):
     # {field: {"before": value, "after": value}}
     changes: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CostLedgerRow(Base):
+    """One billed call as its upstream's usage reported it (SPEC §15): a proxied request
+    (source `upstream`) or a summary call (source `summarizer`). Append-only: totals are
+    sums, so concurrent writers never contend on a counter row. `session_id` is null for
+    a stateless request (the tenant's ledger only); no foreign key, so the tenant's
+    totals outlive a deleted session."""
+
+    __tablename__ = "cost_ledger"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    session_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    source: Mapped[str] = mapped_column(String(20))
+    # The API (`messages`, `chat_completions`, …) or the summarizer's provider.
+    api: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Of the cache writes, those with Anthropic's 1-hour TTL (priced apart).
+    cache_write_1h_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+Index("ix_cost_ledger_session", CostLedgerRow.session_id)
+Index("ix_cost_ledger_tenant_created", CostLedgerRow.tenant, CostLedgerRow.created_at)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.store.cost_ledger import CostLedgerRepository
 from app.store.errors import first_line, store_error
 from app.store.repositories import (
     BoundTurnRepository,
@@ -35,6 +36,7 @@ class StoreTransaction:
     bound_turns: BoundTurnRepository
     search: SearchRepository
     changes: SessionChangeRepository
+    ledger: CostLedgerRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -47,6 +49,7 @@ class StoreTransaction:
             BoundTurnRepository(db),
             SearchRepository(db),
             SessionChangeRepository(db),
+            CostLedgerRepository(db),
         )
 
 

@@ -260,3 +260,51 @@ class UiLogin:
     key_id: str
     created_at: datetime
     expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BilledTokens:
+    """One call's tokens as its upstream's usage reported them: uncached input, cache
+    write, cache read, output."""
+
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+    # Of `cache_write_tokens`, those written with Anthropic's 1-hour TTL.
+    cache_write_1h_tokens: int = 0
+
+    def plus(self, other: BilledTokens) -> BilledTokens:
+        """Both together."""
+        return BilledTokens(
+            self.input_tokens + other.input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One billed call to record: whose (tenant, session or None), what (`upstream` or
+    `summarizer`), through which API or provider, for which model."""
+
+    tenant: str
+    session_id: str | None
+    source: str
+    api: str
+    model: str
+    tokens: BilledTokens
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerLine:
+    """A recorded call, or the sum of several (`calls`); `created_at` the latest of them."""
+
+    source: str
+    api: str
+    model: str
+    tokens: BilledTokens
+    calls: int
+    created_at: datetime

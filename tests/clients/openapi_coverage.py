@@ -45,6 +45,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("GET", "/sessions/{session_id}/changes"): "settings_changes",
     ("GET", "/sessions/{session_id}/export"): "export_session",
     ("POST", "/sessions/import"): "import_session",
+    ("GET", "/sessions/{session_id}/cost"): "cost",
+    ("GET", "/cost"): "tenant_cost",
 }
 
 # Answers the client unwraps: the method returns this one list field of the JSON object.

@@ -354,3 +354,18 @@ def test_the_revert_and_fork_buttons_work_without_scripts(site: Site, browser: B
     with httpx.Client(base_url=site.url, headers=headers) as client:
         fork = client.get(f"/sessions/{fork_id}").json()
         assert fork["message_count"] == 4 and fork["metadata"]["forked_from"]["session_id"] == sid
+
+
+def test_the_cost_section_shows_tokens_and_money(site: Site, browser: Browser) -> None:
+    # Built through the REST API with the extractive summarizer: nothing was billed, and the
+    # page says so in tokens and dollars (the proxied case is in test_cost_ledger.py).
+    session = site.session
+    with visit(browser) as v:
+        log_in(v.page, site, f"/ui/sessions/{session.id}")
+        section = v.page.locator("section#cost")
+        assert section.is_visible()
+        text = section.inner_text()
+        assert "upstream" in text.lower() and "summarizer" in text.lower()
+        assert "cache read" in text.lower()
+        assert v.page.locator("section#cost .cost-total").inner_text() == "$0.0000"
+        assert v.errors == []

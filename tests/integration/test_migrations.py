@@ -21,6 +21,7 @@ TABLES = {
     "bound_turns",
     "leases",
     "session_changes",
+    "cost_ledger",
 }
 # SQLite's full-text index of the transcript: the FTS5 table and its shadow tables.
 FTS_TABLES = {

@@ -10,6 +10,7 @@ from app.api.auth import Tenant
 from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
 from app.api.limits import MAX_OFFSET
+from app.api.mappers.cost import session_cost_out
 from app.api.mappers.sessions import (
     compaction_out,
     context_out,
@@ -20,6 +21,7 @@ from app.api.mappers.sessions import (
 from app.api.mappers.strategy import strategy_name
 from app.api.problems import documented
 from app.api.routing import OrjsonRoute, answer_off_loop
+from app.api.schemas.cost import SessionCostOut
 from app.api.schemas.recall import PrepareIn
 from app.api.schemas.sessions import (
     AppendIn,
@@ -189,3 +191,16 @@ def list_compactions(
     """Every compaction record of the session, oldest first."""
     rows = sessions.compactions(tenant, session_id)
     return CompactionListOut(compactions=[compaction_out(r) for r in rows])
+
+
+@router.get("/{session_id}/cost", response_model=SessionCostOut, responses=_READ)
+def get_session_cost(session_id: SessionId, tenant: Tenant, sessions: Sessions) -> SessionCostOut:
+    """What the session cost (SPEC §15): tokens and dollars by kind as the upstream's usage
+    reported them, for the proxied requests bound to it (`X-Compactor-Session`) and for its
+    summary calls, at the model registry's prices; and what the same requests would have
+    cost uncompacted. The assumption behind "uncompacted": each request after a
+    compaction would also have sent the tokens that compaction folded away
+    (`tokens_before - tokens_after`), and, as an unchanging prefix of a history that only
+    grows, read them from the prompt cache (the cache-read price); windows are not
+    checked. `saved_usd` is that minus what the session cost, summaries included."""
+    return session_cost_out(session_id, sessions.ledger.cost_of(tenant, session_id))

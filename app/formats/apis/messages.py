@@ -13,7 +13,7 @@ from app.formats.apis import messages_edits as edits
 from app.formats.apis import messages_reports as reports
 from app.formats.apis.json_api import JsonApi
 from app.formats.apis.messages_cache import with_cache_breakpoints
-from app.formats.apis.protocol import Upstream, UpstreamReply, usage_report
+from app.formats.apis.protocol import Upstream, UpstreamReply, one_hour_writes, usage_report
 from app.formats.apis.rewriting import rewrite_events, rewrite_json
 from app.formats.apis.sse import EventCapture
 
@@ -71,7 +71,11 @@ class MessagesCapture(EventCapture):
         if not self.usable or not self._blocks:
             return None
         blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        return UpstreamReply([{"role": "assistant", "content": blocks}], usage_report(self._usage))
+        return UpstreamReply(
+            [{"role": "assistant", "content": blocks}],
+            usage_report(self._usage),
+            one_hour_writes(self._usage),
+        )
 
 
 class MessagesContextManagement:
@@ -169,8 +173,9 @@ class MessagesApi(JsonApi):
         blocks = body.get("content")
         if not isinstance(blocks, list):
             return None
+        usage = body.get("usage")
         return UpstreamReply(
-            [{"role": "assistant", "content": blocks}], usage_report(body.get("usage"))
+            [{"role": "assistant", "content": blocks}], usage_report(usage), one_hour_writes(usage)
         )
 
     def stream_capture(self) -> MessagesCapture:

@@ -67,6 +67,8 @@ class UpstreamReply:
 
     messages: list[Any]
     usage: dict[str, int] | None
+    # Of `usage`'s cache writes, those with Anthropic's 1-hour TTL (priced 2x, not 1.25x).
+    cache_write_1h: int = 0
 
 
 class ReplyStream(Protocol):
@@ -237,16 +239,46 @@ def usage_report(raw: Any) -> dict[str, int] | None:
     if not isinstance(raw, dict):
         return None
     if "prompt_tokens" in raw:  # Chat Completions; cached tokens are part of the prompt
-        raw = {
-            "input_tokens": raw.get("prompt_tokens"),
-            "output_tokens": raw.get("completion_tokens"),
-        }
+        raw = _split_cached(
+            raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("prompt_tokens_details")
+        )
+    elif isinstance(raw.get("input_tokens_details"), dict):  # Responses: the same, renamed
+        raw = _split_cached(
+            raw.get("input_tokens"), raw.get("output_tokens"), raw.get("input_tokens_details")
+        )
     report = {
         name: value
         for name in _USAGE_FIELDS
         if isinstance(value := raw.get(name), int) and not isinstance(value, bool) and value >= 0
     }
     return report or None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _split_cached(prompt: Any, output: Any, details: Any) -> dict[str, Any]:
+    """OpenAI's usage in the session's fields: the prompt's cached part (`cached_tokens`)
+    as cache reads, the rest as input; their sum, what the estimate anchors on, is the
+    prompt as reported."""
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    total = _count(prompt)
+    if cached is None or total is None:
+        return {"input_tokens": prompt, "output_tokens": output}
+    cached = min(cached, total)
+    return {
+        "input_tokens": total - cached,
+        "cache_read_input_tokens": cached,
+        "output_tokens": output,
+    }
+
+
+def one_hour_writes(raw: Any) -> int:
+    """Anthropic's `usage.cache_creation.ephemeral_1h_input_tokens` (0 when absent)."""
+    split = raw.get("cache_creation") if isinstance(raw, dict) else None
+    value = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    return _count(value) or 0
 
 
 def output_budget(body: Mapping[str, Any], names: Sequence[str]) -> int:

@@ -77,6 +77,7 @@ class InspectorService:
             compactions=tuple(views),
             entries=entries,
             page=transcript_page,
+            cost=self._sessions.ledger.cost_of(tenant, session_id),
         )
 
     def _all_messages(self, tenant: str, session_id: str) -> list[Any]:

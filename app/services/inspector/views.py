@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.services.cost_ledger import SessionCost
 from app.services.inspector.curve import TokenCurve
 from app.services.inspector.summary_diff import SummaryDiff
 from app.services.inspector.transcript_view import EntryView
@@ -101,3 +102,5 @@ class SessionInspection:
     compactions: tuple[CompactionView, ...]
     entries: tuple[EntryView, ...]
     page: Page
+    # What the session cost by the upstream's usage reports (SPEC §15).
+    cost: SessionCost | None = None

@@ -39,6 +39,7 @@ from app.services.history import CompactOptions, HistoryInput
 from app.services.native.compaction_state import (
     CompactionState,
     NativeService,
+    bill_summary,
     compact_natively,
     keep_recent_for,
 )
@@ -210,6 +211,8 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
                 "messages: there is no user or assistant content to summarize",
                 code="compaction_nothing_to_summarize",
             ) from None
+        if self.ledger is not None:
+            await bill_summary(self.ledger, tenant, self.compaction.summarizer, summary.usage)
         state = CompactionState((), summary.summary, ())
         compaction = CompactionReport(
             summary=summary.summary,
@@ -291,7 +294,14 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         )
         try:
             done = await compact_natively(
-                self.compaction, self.states, history, options, tenant, caller_gone, counted
+                self.compaction,
+                self.states,
+                history,
+                options,
+                tenant,
+                caller_gone,
+                counted,
+                ledger=self.ledger,
             )
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)

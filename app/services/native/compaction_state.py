@@ -17,10 +17,11 @@ from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
 from app.engine.errors import CompactionRequestError, CompactionStateError, NothingToCompactError
 from app.engine.native_edits import CompactionReport
-from app.engine.ports import CallerGone
+from app.engine.ports import CallerGone, Summarizer, SummaryUsage
 from app.formats.apis.protocol import VendorApi
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.native.signed_state import StateSigner
@@ -122,6 +123,8 @@ class NativeService(Generic[W]):
     states: CompactionStates
     api: VendorApi
     wire: W
+    # Bills the summary calls of native compactions to the tenant (SPEC §15); None: off.
+    ledger: CostLedger | None = None
 
 
 async def compact_natively(
@@ -132,6 +135,7 @@ async def compact_natively(
     tenant: str,
     caller_gone: CallerGone = lambda: False,
     counted: CountedHistory | None = None,
+    ledger: CostLedger | None = None,
 ) -> CompactedNatively:
     """Compacts `history` (counted as `counted`, when the caller did) and seals the
     result; NothingToCompactError when it cannot."""
@@ -143,6 +147,8 @@ async def compact_natively(
         or outcome.counted_after is None
     ):
         raise NothingToCompactError(outcome.reason or "nothing to compact")
+    if ledger is not None and outcome.summarizer is not None:
+        await bill_summary(ledger, tenant, outcome.summarizer, outcome.summary.usage)
     inline = outcome.counted.inline_system_count
     messages = outcome.messages
     state = CompactionState(
@@ -158,6 +164,16 @@ async def compact_natively(
         output_tokens=usage.output_tokens,
     )
     return CompactedNatively(sealed, list(messages), outcome.counted_after)
+
+
+async def bill_summary(
+    ledger: CostLedger, tenant: str, summarizer: Summarizer, usage: SummaryUsage
+) -> None:
+    """A native compaction's summary calls, billed to the tenant (SPEC §15)."""
+    info = summarizer.info
+    entry = ledger.summarizer_entry(tenant, None, info.provider, info.model, usage)
+    if entry is not None:
+        await ledger.record(entry)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

@@ -195,7 +195,14 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         options = CompactOptions(force=True, trigger="native")
         try:
             done = await compact_natively(
-                self.compaction, self.states, history, options, tenant, caller_gone, counted
+                self.compaction,
+                self.states,
+                history,
+                options,
+                tenant,
+                caller_gone,
+                counted,
+                ledger=self.ledger,
             )
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)
@@ -229,7 +236,13 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         options = CompactOptions(force=True, trigger="native")
         try:
             done = await compact_natively(
-                self.compaction, self.states, history, options, tenant, caller_gone
+                self.compaction,
+                self.states,
+                history,
+                options,
+                tenant,
+                caller_gone,
+                ledger=self.ledger,
             )
             compaction = done.compaction
         except (NothingToCompactError, IneffectiveCompactionError):

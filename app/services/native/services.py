@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS
 from app.formats.apis.protocol import VendorApi
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import EstimationService
 from app.services.native.anthropic_edits import AnthropicEditsService
 from app.services.native.compaction_state import CompactionStates
@@ -40,6 +41,7 @@ def build_native_services(
     state_key: bytes | None,
     apis: NativeApis,
     clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS,
+    ledger: CostLedger | None = None,
 ) -> NativeServices:
     """Both vendors' services sharing one state signer; Anthropic tool-use clearing in
     cache-aware steps of `clear_step_tokens` (0: the vendor's exact per-turn rule)."""
@@ -47,10 +49,16 @@ def build_native_services(
     states = CompactionStates(signer, compaction.marker)
     return NativeServices(
         anthropic=AnthropicEditsService(
-            estimation, compaction, states, apis.messages, apis.messages_wire, clear_step_tokens
+            estimation,
+            compaction,
+            states,
+            apis.messages,
+            apis.messages_wire,
+            ledger=ledger,
+            clear_step_tokens=clear_step_tokens,
         ),
         responses=ResponsesCompactionService(
-            estimation, compaction, states, apis.responses, apis.responses_wire
+            estimation, compaction, states, apis.responses, apis.responses_wire, ledger=ledger
         ),
         apis=apis,
         ephemeral_key=signer.ephemeral,

@@ -17,6 +17,7 @@ from app.engine.errors import CompactorError
 from app.formats.apis.protocol import ReplyStream, Upstream, UpstreamReply
 from app.providers.upstream import UpstreamAnswer, UpstreamClient
 from app.services.compaction_log import log_overflow_retry
+from app.services.cost_ledger import CostLedger
 from app.services.proxy.call import ProxyCall
 from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.observer import NullProxyObserver, ProxyObserver
@@ -66,8 +67,10 @@ class ProxyService:
         observer: ProxyObserver | None = None,
         tracer: Tracer | None = None,
         decisions: RecentDecisions | None = None,
+        ledger: CostLedger | None = None,
     ) -> None:
         self.upstream = upstream
+        self.ledger = ledger
         self.decisions = decisions
         self.upstream_urls = dict(upstream_urls)
         self.stages = tuple(stages)
@@ -146,30 +149,53 @@ class ProxyService:
 
     async def _answer(self, exchange: Exchange, answer: UpstreamAnswer, span: Span) -> ProxyAnswer:
         """The answer to give back: relayed as it arrives when it is an event stream; a
-        native step's report written in; a bound session's reply recorded."""
+        native step's report written in; a bound session's reply recorded; the reply's
+        usage put in the cost ledger."""
         call, report = exchange.call, exchange.report
         ok = answer.status < 400
         rewriter = exchange.rewriter if ok else None
-        recorder = exchange.record_reply if ok else None
+        on_reply = self._on_reply(exchange) if ok else None
         if answer.is_event_stream:
-            capture = call.api.stream_capture() if recorder is not None else None
-            stream = self._relay(answer, capture, recorder)
+            capture = call.api.stream_capture() if on_reply is not None else None
+            stream = self._relay(answer, capture, on_reply)
             if self.tracer.enabled:
                 stream = self._traced(stream, span, call.api.stream_capture())
             if rewriter is not None:
                 stream = rewriter.rewrite_stream(stream)
             return self._streamed(call, answer, report, stream)
         content = await answer.read()
+        wanted = ok and (self.tracer.enabled or on_reply is not None)
+        reply = call.api.reply_from_body(content) if wanted else None
         if self.tracer.enabled:
-            reply = call.api.reply_from_body(content) if ok else None
             _ended(span, reply.usage if reply is not None else None)
-        if recorder is not None:
-            reply = call.api.reply_from_body(content)
-            if reply is not None:
-                await _shielded(recorder, reply)
+        if on_reply is not None and reply is not None:
+            await _shielded(on_reply, reply)
         if rewriter is not None:
             content = rewriter.rewrite_whole(content)
         return self._finished(call, answer, report, content)
+
+    def _on_reply(self, exchange: Exchange) -> ReplyRecorder | None:
+        """What to do with the upstream's finished reply: record it in a bound session,
+        and its usage in the cost ledger; None when nothing needs it."""
+        recorder, ledger = exchange.record_reply, self.ledger
+        if ledger is None:
+            return recorder
+        call = exchange.call
+        body = exchange.working_body
+        envelope = call.api.envelope(body, call.path_params) if body is not None else None
+        model = envelope.model if envelope is not None else None
+        session_id = call.session_id if call.bound else None
+
+        async def on_reply(reply: UpstreamReply) -> None:
+            # The bill first: it happened upstream whatever the recording says.
+            if reply.usage:
+                await ledger.upstream_call(
+                    call.tenant, session_id, call.api.name, model, reply.usage, reply.cache_write_1h
+                )
+            if recorder is not None:
+                await recorder(reply)
+
+        return on_reply
 
     async def _send(
         self, call: ProxyCall, url: str, body: dict[str, Any] | None

@@ -24,6 +24,7 @@ from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, S
 from app.json_logging import log_event
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_compaction, window_source
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.ports import ResendMemo
@@ -99,7 +100,9 @@ class TransparentCompactor:
         memos: ResendMemo | None = None,
         tracer: Tracer | None = None,
         ahead: PrepareAhead | None = None,
+        ledger: CostLedger | None = None,
     ) -> None:
+        self.ledger = ledger
         self.estimation = estimation
         self.compaction = compaction
         self.cache = cache
@@ -235,6 +238,14 @@ class TransparentCompactor:
             summary_message=outcome.messages[inline],
         )
         await anyio.to_thread.run_sync(self._store, call.tenant, scope, prefixes, summarized)
+        if self.ledger is not None and outcome.summary is not None and outcome.summarizer:
+            # A stateless summary is billed to the tenant (bound requests never get here).
+            info = outcome.summarizer.info
+            entry = self.ledger.summarizer_entry(
+                call.tenant, None, info.provider, info.model, outcome.summary.usage
+            )
+            if entry is not None:
+                await self.ledger.record(entry)
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after

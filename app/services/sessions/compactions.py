@@ -31,6 +31,7 @@ from app.engine.errors import CompactorError, IneffectiveCompactionError, Nothin
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.sessions.context import (
@@ -46,7 +47,13 @@ from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
 from app.store.errors import DuplicateKeyError, StoreError
 from app.store.transactions import StoreTransaction
-from app.store.views import CompactionRecord, CompactionStall, NewCompaction, SessionView
+from app.store.views import (
+    CompactionRecord,
+    CompactionStall,
+    LedgerEntry,
+    NewCompaction,
+    SessionView,
+)
 
 T = TypeVar("T")
 
@@ -94,6 +101,8 @@ class SessionCompactor:
         self.estimation = estimation
         self.compaction = compaction
         self.marker = marker
+        # Summary calls are billed here, with the compaction that made them.
+        self.ledger: CostLedger | None = None
 
     def compactions(self, tenant: str, session_id: str) -> list[CompactionRecord]:
         """Every compaction record of the session, oldest first."""
@@ -352,7 +361,10 @@ class SessionCompactor:
         if dry_run:
             record = preview_record(new)
         else:
-            record = await _in_thread(self._record, context.session, new)
+            billed = self._summary_bill(context.session, outcome)
+            record = await _in_thread(self._record, context.session, new, billed)
+            if billed is not None and self.ledger is not None:
+                self.ledger.observed(billed)
         view = _compacted_view(context, outcome, record)
         return CompactResult(
             compacted=True,
@@ -376,11 +388,26 @@ class SessionCompactor:
         keep = keep_recent_for_threshold(counted.threshold, counted.settings.keep_recent_tokens)
         return replace(history, keep_recent_tokens=keep), counted
 
-    def _record(self, session: SessionView, new: NewCompaction) -> CompactionRecord:
+    def _summary_bill(self, session: SessionView, outcome: CompactionOutcome) -> LedgerEntry | None:
+        """The ledger entry of the summary calls that made `outcome` (None: no call)."""
+        summary, summarizer = outcome.summary, outcome.summarizer
+        if self.ledger is None or summary is None or summarizer is None:
+            return None
+        info = summarizer.info
+        return self.ledger.summarizer_entry(
+            session.tenant, session.id, info.provider, info.model, summary.usage
+        )
+
+    def _record(
+        self, session: SessionView, new: NewCompaction, billed: LedgerEntry | None = None
+    ) -> CompactionRecord:
         try:
             with self._store.transaction() as tx:
                 self._store.require(tx, session.tenant, session.id)
-                return tx.compactions.add(new)
+                record = tx.compactions.add(new)
+                if billed is not None:
+                    tx.ledger.add(billed)
+                return record
         except DuplicateKeyError as exc:
             raise CompactionConflictError(
                 "another compaction of this session finished first from the same history; "

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from app.engine.compaction.marker import SummaryMarker
 from app.services.compaction import CompactionService
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import EstimationService
 from app.services.sessions.appends import (
     DEFAULT_IDEMPOTENCY_RETENTION,
@@ -58,6 +59,7 @@ class SessionService:
         marker: SummaryMarker | None = None,
         idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
         compaction_lease: timedelta = DEFAULT_COMPACTION_LEASE,
+        ledger: CostLedger | None = None,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -66,6 +68,11 @@ class SessionService:
         catalog = SessionCatalog(store)
         log = TranscriptLog(store, idempotency_retention)
         compactor = SessionCompactor(store, estimation, compaction, self.marker, compaction_lease)
+        self.compactor = compactor
+        # The cost ledger of this store (SPEC §15): summary calls are billed with the
+        # compaction they made; `app.composition` gives it its observer.
+        self.ledger = ledger or CostLedger(store, estimation.models)
+        compactor.ledger = self.ledger
         turns = TurnLog(store, log, compactor.read_context, idempotency_retention)
         search = TranscriptSearch(store)
         revisions = SessionRevisions(store, estimation, self.marker)

@@ -17,6 +17,7 @@ import type {
   RevertOut,
   SearchOut,
   SessionCompactIn,
+  SessionCostOut,
   SessionIn,
   SessionListOut,
   SessionOut,
@@ -24,6 +25,7 @@ import type {
   SettingsChangeListOut,
   SystemPromptIn,
   SystemPromptOut,
+  TenantCostOut,
   TranscriptOut,
 } from "./types.js";
 
@@ -96,6 +98,8 @@ export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
   "GET /sessions/{session_id}/changes": "settingsChanges",
   "GET /sessions/{session_id}/export": "exportSession",
   "POST /sessions/import": "importSession",
+  "GET /sessions/{session_id}/cost": "cost",
+  "GET /cost": "tenantCost",
 };
 
 function sessionPath(sessionId: string, suffix = ""): string {
@@ -300,5 +304,17 @@ export class CompactorClient {
   importSession(bundle: Uint8Array): Promise<SessionOut> {
     const raw = { bytes: bundle, contentType: "application/x-ndjson" };
     return this.#send({ method: "POST", path: "/sessions/import", raw, answer: "json" });
+  }
+
+  /** GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share, and what
+   * the same requests would have cost uncompacted (SPEC §15). */
+  cost(sessionId: string): Promise<SessionCostOut> {
+    const path = sessionPath(sessionId, "/cost");
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /** GET /cost: what the caller's tenant was billed, by source, API and model. */
+  tenantCost(): Promise<TenantCostOut> {
+    return this.#send({ method: "GET", path: "/cost", answer: "json" });
   }
 }

@@ -154,6 +154,36 @@ export interface ContextOut {
   tools: Record<string, unknown>[];
 }
 
+export interface CostLineOut {
+  /** The API (messages, chat_completions, …) or the provider. */
+  api: string;
+  /** Billed calls with a usage report. */
+  calls: number;
+  /** Null when a call's model has no price for a kind it used. */
+  cost_usd: DollarsByKind | null;
+  model: string;
+  /** upstream (proxied requests) or summarizer. */
+  source: string;
+  tokens: TokensByKind;
+}
+
+export interface CostPartOut {
+  /** Billed calls with a usage report. */
+  calls: number;
+  /** Null when a call's model has no price for a kind it used. */
+  cost_usd: DollarsByKind | null;
+  tokens: TokensByKind;
+}
+
+/** US dollars per kind of token, at the registry's prices for each call's model. */
+export interface DollarsByKind {
+  cache_read: number;
+  cache_write: number;
+  input: number;
+  output: number;
+  total: number;
+}
+
 /**
  * Body of POST /estimate.
  *
@@ -310,6 +340,20 @@ export interface SessionCompactIn {
   thinking?: ThinkingLevel | null;
 }
 
+export interface SessionCostOut {
+  /** uncompacted.cost_usd - total_cost_usd; negative when compacting cost more than it saved. */
+  saved_usd: number | null;
+  session_id: string;
+  /** The session's summary calls. */
+  summarizer: CostPartOut;
+  total_cost_usd: number | null;
+  uncompacted: UncompactedOut;
+  /** Models some call used that the registry has no price for. */
+  unpriced_models: string[];
+  /** Proxied requests of the session. */
+  upstream: CostPartOut;
+}
+
 /** Body of POST /sessions; every field is optional. */
 export interface SessionIn {
   /** Tool-result clearing settings. */
@@ -452,13 +496,40 @@ export interface SystemPromptOut {
   tokens: number;
 }
 
+export interface TenantCostOut {
+  /** By source, API and model. */
+  lines: CostLineOut[];
+  /** Null when a line is unpriced. */
+  total_cost_usd: number | null;
+  unpriced_models: string[];
+}
+
 export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+
+/** Tokens as the upstream's usage reported them. */
+export interface TokensByKind {
+  /** Input tokens read from the prompt cache. */
+  cache_read_tokens: number;
+  /** Input tokens written to the prompt cache. */
+  cache_write_tokens: number;
+  /** Uncached input tokens. */
+  input_tokens: number;
+  output_tokens: number;
+}
 
 export interface TranscriptOut {
   limit: number;
   messages: Record<string, unknown>[];
   offset: number;
   total: number;
+}
+
+/** What the same upstream calls would have cost without the session's compactions. */
+export interface UncompactedOut {
+  /** The upstream calls' cost plus the folded tokens at each call's cache-read price (an uncompacted history only grows: its old prefix is a cache read). */
+  cost_usd: number | null;
+  /** Input tokens the compactions kept out of the calls after them, summed over those calls (per compaction: tokens_before - tokens_after). */
+  folded_tokens: number;
 }
 
 /** A provider usage report for the reply at `message_index`, pasted as returned. */
@@ -488,6 +559,7 @@ export interface UsageIn {
 /** Every REST operation of the API, as `METHOD /path`. */
 export type Operation =
   | "DELETE /sessions/{session_id}"
+  | "GET /cost"
   | "GET /healthz"
   | "GET /metrics"
   | "GET /readyz"
@@ -496,6 +568,7 @@ export type Operation =
   | "GET /sessions/{session_id}/changes"
   | "GET /sessions/{session_id}/compactions"
   | "GET /sessions/{session_id}/context"
+  | "GET /sessions/{session_id}/cost"
   | "GET /sessions/{session_id}/export"
   | "GET /sessions/{session_id}/search"
   | "GET /sessions/{session_id}/transcript"

@@ -28,8 +28,10 @@ from context_compactor._session_models import (
     RevertResult,
     SearchResult,
     Session,
+    SessionCost,
     SessionPage,
     SettingsChange,
+    TenantCost,
     Transcript,
     parse_changes,
     parse_compactions,
@@ -228,3 +230,11 @@ def export_session(session_id: str) -> Call[bytes]:
 def import_session(bundle: bytes) -> Call[Session]:
     headers = {"Content-Type": "application/x-ndjson"}
     return Call("POST", "/sessions/import", _json(Session.parse), headers=headers, content=bundle)
+
+
+def tenant_cost() -> Call[TenantCost]:
+    return Call("GET", "/cost", _json(TenantCost.parse))
+
+
+def cost(session_id: str) -> Call[SessionCost]:
+    return Call("GET", _session_path(session_id, "/cost"), _json(SessionCost.parse))

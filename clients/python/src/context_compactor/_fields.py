@@ -37,6 +37,20 @@ def integer_or(raw: dict[str, Any], key: str, default: int) -> int:
     return default if raw.get(key) is None else integer(raw, key)
 
 
+def number(raw: dict[str, Any], key: str) -> float:
+    """A JSON number (an integer such as 0 included) as a float."""
+    if key not in raw:
+        raise MalformedAnswerError(f"the answer has no {key!r}")
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MalformedAnswerError(f"{key!r} is {type(value).__name__}, not as documented")
+    return float(value)
+
+
+def opt_number(raw: dict[str, Any], key: str) -> float | None:
+    return None if raw.get(key) is None else number(raw, key)
+
+
 def text(raw: dict[str, Any], key: str) -> str:
     value: str = _checked(raw, key, str)
     return value

@@ -374,3 +374,150 @@ class SettingsChange:
 def parse_changes(raw: dict[str, Any]) -> list[SettingsChange]:
     """GET /sessions/{id}/changes, oldest first."""
     return [SettingsChange.parse(c) for c in f.objects(raw, "changes")]
+
+
+@dataclass(frozen=True)
+class TokensByKind:
+    """Tokens as the upstream's usage reported them."""
+
+    input_tokens: int
+    """Uncached input tokens."""
+    cache_write_tokens: int
+    cache_read_tokens: int
+    output_tokens: int
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> TokensByKind:
+        return cls(
+            input_tokens=f.integer(raw, "input_tokens"),
+            cache_write_tokens=f.integer(raw, "cache_write_tokens"),
+            cache_read_tokens=f.integer(raw, "cache_read_tokens"),
+            output_tokens=f.integer(raw, "output_tokens"),
+        )
+
+
+@dataclass(frozen=True)
+class DollarsByKind:
+    """US dollars per kind of token at the service's registry prices."""
+
+    input: float
+    cache_write: float
+    cache_read: float
+    output: float
+    total: float
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> DollarsByKind:
+        return cls(
+            input=f.number(raw, "input"),
+            cache_write=f.number(raw, "cache_write"),
+            cache_read=f.number(raw, "cache_read"),
+            output=f.number(raw, "output"),
+            total=f.number(raw, "total"),
+        )
+
+
+@dataclass(frozen=True)
+class CostPart:
+    """Tokens and dollars of the upstream's or the summarizer's calls."""
+
+    calls: int
+    tokens: TokensByKind
+    cost_usd: DollarsByKind | None
+    """None when a call's model has no price for a kind it used."""
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> CostPart:
+        dollars = f.opt_obj(raw, "cost_usd")
+        return cls(
+            calls=f.integer(raw, "calls"),
+            tokens=TokensByKind.parse(f.obj(raw, "tokens")),
+            cost_usd=None if dollars is None else DollarsByKind.parse(dollars),
+        )
+
+
+@dataclass(frozen=True)
+class Uncompacted:
+    """What the same upstream calls would have cost without the session's compactions."""
+
+    folded_tokens: int
+    cost_usd: float | None
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Uncompacted:
+        return cls(
+            folded_tokens=f.integer(raw, "folded_tokens"),
+            cost_usd=f.opt_number(raw, "cost_usd"),
+        )
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    """GET /sessions/{id}/cost: what the session cost, by kind, and what it saved."""
+
+    session_id: str
+    upstream: CostPart
+    summarizer: CostPart
+    total_cost_usd: float | None
+    uncompacted: Uncompacted
+    saved_usd: float | None
+    """Negative when compacting cost more than it saved."""
+    unpriced_models: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> SessionCost:
+        return cls(
+            session_id=f.text(raw, "session_id"),
+            upstream=CostPart.parse(f.obj(raw, "upstream")),
+            summarizer=CostPart.parse(f.obj(raw, "summarizer")),
+            total_cost_usd=f.opt_number(raw, "total_cost_usd"),
+            uncompacted=Uncompacted.parse(f.obj(raw, "uncompacted")),
+            saved_usd=f.opt_number(raw, "saved_usd"),
+            unpriced_models=f.texts(raw, "unpriced_models"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """The tenant's calls of one source, API (or provider) and model."""
+
+    source: str
+    """`upstream` (proxied requests) or `summarizer`."""
+    api: str
+    model: str
+    calls: int
+    tokens: TokensByKind
+    cost_usd: DollarsByKind | None
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> CostLine:
+        part = CostPart.parse(raw)
+        return cls(
+            source=f.text(raw, "source"),
+            api=f.text(raw, "api"),
+            model=f.text(raw, "model"),
+            calls=part.calls,
+            tokens=part.tokens,
+            cost_usd=part.cost_usd,
+        )
+
+
+@dataclass(frozen=True)
+class TenantCost:
+    """GET /cost: what the caller's tenant was billed, by source, API and model."""
+
+    lines: list[CostLine]
+    total_cost_usd: float | None
+    unpriced_models: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> TenantCost:
+        return cls(
+            lines=[CostLine.parse(item) for item in f.objects(raw, "lines")],
+            total_cost_usd=f.opt_number(raw, "total_cost_usd"),
+            unpriced_models=f.texts(raw, "unpriced_models"),
+            raw=raw,
+        )

@@ -27,8 +27,10 @@ from context_compactor._session_models import (
     RevertResult,
     SearchResult,
     Session,
+    SessionCost,
     SessionPage,
     SettingsChange,
+    TenantCost,
     Transcript,
 )
 from context_compactor._transport import DEFAULT_TIMEOUT, TimeoutTypes
@@ -198,3 +200,12 @@ class CompactorClient(ClientBase[httpx.Client]):
     def import_session(self, bundle: bytes) -> Session:
         """POST /sessions/import: a new session from a bundle (422 if cut or altered)."""
         return self._send(api.import_session(bundle))
+
+    def tenant_cost(self) -> TenantCost:
+        """GET /cost: what the caller's tenant was billed, by source, API and model."""
+        return self._send(api.tenant_cost())
+
+    def cost(self, session_id: str) -> SessionCost:
+        """GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share,
+        and what the same requests would have cost uncompacted (SPEC §15)."""
+        return self._send(api.cost(session_id))
