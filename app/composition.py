@@ -506,6 +506,7 @@ def prepare_ahead(state: AppState, background: BackgroundSummaries) -> PrepareAh
         state.summary_cache,
         PrefixMemo(),
         observer=state.metrics,
+        ledger=state.sessions.ledger if settings.cost_ledger else None,
     )
 
 

@@ -24,7 +24,7 @@ import anyio
 from app.engine.errors import CompactorError
 from app.engine.model_policy import ModelPrices
 from app.engine.models import ModelInfo
-from app.engine.ports import SummaryUsage
+from app.engine.ports import SummarizerInfo, SummaryUsage
 from app.services.sessions.transactions import SessionStore
 from app.store.errors import StoreError
 from app.store.transactions import StoreTransaction
@@ -223,6 +223,13 @@ class CostLedger:
         if tokens == BilledTokens():
             return None
         return LedgerEntry(tenant, session_id, SUMMARIZER, provider, model, tokens)
+
+    async def summary_call(self, tenant: str, info: SummarizerInfo, usage: SummaryUsage) -> None:
+        """Records a summary call outside a session's compaction (a stateless, native or
+        prepared-ahead summary), billed to the tenant; nothing for a call nothing billed."""
+        entry = self.summarizer_entry(tenant, None, info.provider, info.model, usage)
+        if entry is not None:
+            await self.record(entry)
 
     def add_in(self, tx: StoreTransaction, entry: LedgerEntry) -> None:
         """Adds `entry` in the caller's transaction (a compaction and its summary cost are

@@ -45,10 +45,5 @@ class StatelessHistory:
         outcome = await self.compaction.compact(expanded, options, caller_gone)
         summary, summarizer = outcome.summary, outcome.summarizer
         if self.ledger is not None and summary is not None and summarizer is not None:
-            info = summarizer.info
-            entry = self.ledger.summarizer_entry(
-                tenant, None, info.provider, info.model, summary.usage
-            )
-            if entry is not None:
-                await self.ledger.record(entry)
+            await self.ledger.summary_call(tenant, summarizer.info, summary.usage)
         return outcome

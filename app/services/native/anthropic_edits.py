@@ -39,7 +39,6 @@ from app.services.history import CompactOptions, HistoryInput
 from app.services.native.compaction_state import (
     CompactionState,
     NativeService,
-    bill_summary,
     compact_natively,
     keep_recent_for,
 )
@@ -212,7 +211,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
                 code="compaction_nothing_to_summarize",
             ) from None
         if self.ledger is not None:
-            await bill_summary(self.ledger, tenant, self.compaction.summarizer, summary.usage)
+            await self.ledger.summary_call(tenant, self.compaction.summarizer.info, summary.usage)
         state = CompactionState((), summary.summary, ())
         compaction = CompactionReport(
             summary=summary.summary,

@@ -17,7 +17,7 @@ from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
 from app.engine.errors import CompactionRequestError, CompactionStateError, NothingToCompactError
 from app.engine.native_edits import CompactionReport
-from app.engine.ports import CallerGone, Summarizer, SummaryUsage
+from app.engine.ports import CallerGone
 from app.formats.apis.protocol import VendorApi
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
@@ -148,7 +148,7 @@ async def compact_natively(
     ):
         raise NothingToCompactError(outcome.reason or "nothing to compact")
     if ledger is not None and outcome.summarizer is not None:
-        await bill_summary(ledger, tenant, outcome.summarizer, outcome.summary.usage)
+        await ledger.summary_call(tenant, outcome.summarizer.info, outcome.summary.usage)
     inline = outcome.counted.inline_system_count
     messages = outcome.messages
     state = CompactionState(
@@ -164,16 +164,6 @@ async def compact_natively(
         output_tokens=usage.output_tokens,
     )
     return CompactedNatively(sealed, list(messages), outcome.counted_after)
-
-
-async def bill_summary(
-    ledger: CostLedger, tenant: str, summarizer: Summarizer, usage: SummaryUsage
-) -> None:
-    """A native compaction's summary calls, billed to the tenant (SPEC §15)."""
-    info = summarizer.info
-    entry = ledger.summarizer_entry(tenant, None, info.provider, info.model, usage)
-    if entry is not None:
-        await ledger.record(entry)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

@@ -31,6 +31,7 @@ from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.errors import IneffectiveCompactionError
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_prepared_summary
+from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.summary_cache import (
@@ -213,6 +214,7 @@ class PrepareAhead:
         cache: SummaryCache,
         memo: PrefixMemo,
         observer: PrepareObserver | None = None,
+        ledger: CostLedger | None = None,
     ) -> None:
         self.policy = policy
         self.background = background
@@ -221,6 +223,8 @@ class PrepareAhead:
         self.cache = cache
         self.memo = memo
         self.observer: PrepareObserver = observer or NullPrepareObserver()
+        # Bills the background summaries to the tenant, as the inline path does (SPEC §15).
+        self.ledger = ledger
         # Per conversation: the prefix hash of its newest prepared summary, and whether a
         # turn used it yet (one never used when the next is prepared is wasted).
         self._prepared: _Lru = _Lru()
@@ -319,6 +323,11 @@ class PrepareAhead:
                 )
             self.observer.prepared_summary("ineffective")
             return True
+        if self.ledger is not None and outcome.summary is not None and outcome.summarizer:
+            # Billed whether or not a turn ever uses it: the call happened upstream.
+            await self.ledger.summary_call(
+                job.tenant, outcome.summarizer.info, outcome.summary.usage
+            )
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             self.observer.prepared_summary("nothing_to_compact")
             return True

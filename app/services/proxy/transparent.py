@@ -240,12 +240,9 @@ class TransparentCompactor:
         await anyio.to_thread.run_sync(self._store, call.tenant, scope, prefixes, summarized)
         if self.ledger is not None and outcome.summary is not None and outcome.summarizer:
             # A stateless summary is billed to the tenant (bound requests never get here).
-            info = outcome.summarizer.info
-            entry = self.ledger.summarizer_entry(
-                call.tenant, None, info.provider, info.model, outcome.summary.usage
+            await self.ledger.summary_call(
+                call.tenant, outcome.summarizer.info, outcome.summary.usage
             )
-            if entry is not None:
-                await self.ledger.record(entry)
         self.observer.proxy_compacted(api.name, trigger)
         report.compacted = True
         report.tokens_after = outcome.tokens_after

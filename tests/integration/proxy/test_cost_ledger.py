@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,24 @@ def test_a_bound_openai_session_counts_cached_tokens_as_cache_reads(
     assert cost["saved_usd"] == pytest.approx(0.0)
 
 
+def settled_metrics(url: str, summarizer: BillingUpstream) -> str:
+    """The metrics once every summary call the fake billed is counted: a summary prepared
+    ahead (SPEC §16) may still be on its way from the fake's reply to the ledger."""
+    deadline = time.monotonic() + 30
+    while True:
+        text = httpx.get(f"{url}/metrics").text
+        counted = metric(
+            text,
+            "compactor_upstream_tokens_total",
+            kind="output",
+            api="anthropic",
+            source="summarizer",
+        )
+        if counted >= billed(summarizer.bills)["output_tokens"] or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def metric(text: str, name: str, **labels: str) -> float:
     """The value of one sample of the Prometheus text (0 when absent)."""
     wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
@@ -211,7 +230,7 @@ def test_stateless_requests_and_their_summaries_are_counted_in_the_metrics(
     finally:
         agent.http.close()
     assert compacted >= 1 and summarizer.bills
-    text = httpx.get(f"{proxy_url}/metrics").text
+    text = settled_metrics(proxy_url, summarizer)
     kinds = {
         "input": "input_tokens",
         "cache_write": "cache_write_tokens",
