@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -276,3 +277,40 @@ def _crash_while_summarizing(
         if process.poll() is None:
             process.kill()
             process.wait(timeout=30)
+
+
+def test_a_turn_too_large_for_the_window_waits_for_the_other_replicas_summary(
+    tmp_path: Path, upstream: FakeUpstream, summarizers: tuple[OpenAIFake, OpenAIFake]
+) -> None:
+    one, two = summarizers
+    with (
+        live_service(_settings(tmp_path, upstream, one)) as first,
+        live_service(_settings(tmp_path, upstream, two)) as second,
+    ):
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        for turn in range(40):
+            answer = _turn(first, history, user_turn(turn))
+            if int(answer.headers["x-compactor-tokens-before"]) > SOFT:
+                break
+        assert one.request_arrived.wait(30), "replica 1 started no background summary"
+
+        # A large tool result arrives on replica 2: the request no longer fits gpt-4's
+        # window, so it waits for the summary replica 1 is making rather than making one.
+        answers: list[httpx.Response] = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(_turn(second, history, user_turn(200, words=600)))
+        )
+        waiting.start()
+        try:
+            _until(second, "leased_elsewhere")
+            assert answers == [] and two.received == []
+        finally:
+            one.release.set()
+            waiting.join(timeout=120)
+        (answer,) = answers
+        assert int(answer.headers["x-compactor-tokens-before"]) > 8_192
+        assert answer.headers["x-compactor-prepared"] == "waited"
+        assert answer.headers["x-compactor-compacted"] == "true"
+        assert b"written by replica 1" in upstream.received[-1].raw
+        assert len(one.received) == 1
+        assert two.received == []
