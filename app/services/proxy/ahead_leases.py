@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
+from typing import TypeVar
 
 import anyio
+from anyio.abc import TaskGroup
 
 from app.services.ports import LeaseStore
 from app.store.errors import StoreError
@@ -25,6 +26,8 @@ from app.store.errors import StoreError
 __all__ = ["AheadLeases", "Taken"]
 
 log = logging.getLogger("compactor.proxy")
+
+T = TypeVar("T")
 
 # How often a turn that waits for another replica's summary asks whether it is done.
 _POLL_SECONDS = 0.2
@@ -67,22 +70,34 @@ class AheadLeases:
             return Taken.UNAVAILABLE
         return Taken.TAKEN if taken else Taken.ELSEWHERE
 
-    @asynccontextmanager
-    async def held(self, key: tuple[str, ...]) -> AsyncIterator[None]:
-        """Keeps the lease of `key` (taken already) while the block runs, renewed every
-        third of its length, and gives it up when the block ends, even when it is
-        cancelled: a lease left behind would stop every replica for `seconds`."""
+    async def holding(self, key: tuple[str, ...], work: Callable[[], Awaitable[T]]) -> T:
+        """Runs `work` keeping the lease of `key` (taken already), renewed every third of
+        its length, and gives it up when `work` ends, even when it is cancelled: a lease
+        left behind would stop every replica for `seconds`. `work`'s exception is raised
+        as it is (not in a group with the renewal's)."""
         if self._leases is None:
-            yield
-            return
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._renew, key)
+            return await work()
+        done: list[T] = []
+        failed: list[Exception] = []
+
+        async def run(group: TaskGroup) -> None:
             try:
-                yield
+                done.append(await work())
+            except Exception as exc:
+                failed.append(exc)
             finally:
                 group.cancel_scope.cancel()
-                with anyio.CancelScope(shield=True):
-                    await self.release(key)
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._renew, key)
+                group.start_soon(run, group)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.release(key)
+        if failed:
+            raise failed[0]
+        return done[0]
 
     async def wait_elsewhere(self, key: tuple[str, ...], seconds: float) -> bool:
         """Waits (at most `seconds`) while another replica holds the lease of `key`; True
@@ -106,7 +121,12 @@ class AheadLeases:
             await anyio.sleep(self.seconds / 3)
             # Lost (it ran out and another replica took it) or not answered: the summary
             # goes on all the same; storing it twice stores the same prefix's summary.
-            if await self.take(key) is Taken.ELSEWHERE:
+            try:
+                lost = await self.take(key) is Taken.ELSEWHERE
+            except Exception as exc:  # a renewal never fails the summary it keeps
+                log.warning("lease renewal failed", extra={"error": type(exc).__name__})
+                continue
+            if lost:
                 log.warning("background summary lease lost")
 
     async def release(self, key: tuple[str, ...]) -> None:

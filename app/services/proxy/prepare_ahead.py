@@ -158,7 +158,8 @@ class BackgroundSummaries:
         """True when `start` would start the work of `key` now."""
         if self._group is None or key in self._running:
             return False
-        return self._failures.get(key, 0) <= _RETRIES
+        failures: int = self._failures.get(key, 0)
+        return failures <= _RETRIES
 
     def start(self, key: Any, work: Callable[[], Awaitable[bool]]) -> bool:
         """Starts `work` unless one of `key` runs, it failed too often, or the block is
@@ -284,13 +285,15 @@ class PrepareAhead:
                 return taken
             return None
 
+        async def summarize() -> bool:
+            try:
+                return await self._summarize(key, job)
+            except Exception:
+                self.observer.prepared_summary("failed")
+                raise
+
         async def work() -> bool:
-            async with self.leases.held(key):
-                try:
-                    return await self._summarize(key, job)
-                except Exception:
-                    self.observer.prepared_summary("failed")
-                    raise
+            return await self.leases.holding(key, summarize)
 
         if self.background.start(key, work):
             self.observer.prepared_summary("started")
