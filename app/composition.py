@@ -59,6 +59,7 @@ from app.services.native.proxy_stage import (
 )
 from app.services.native.services import NativeApis, NativeServices, build_native_services
 from app.services.ports import LeaseStore, ResendMemo, SummaryStore
+from app.services.proxy.ahead_leases import AheadLeases
 from app.services.proxy.decisions import RecentDecisions
 from app.services.proxy.prepare_ahead import BackgroundSummaries, PrepareAhead, PrepareAheadPolicy
 from app.services.proxy.resend_memo import ResendMemos, SharedResendMemos
@@ -511,6 +512,8 @@ def prepare_ahead(state: AppState, background: BackgroundSummaries) -> PrepareAh
         PrefixMemo(),
         observer=state.metrics,
         ledger=state.sessions.ledger if settings.cost_ledger else None,
+        # In the store replicas share (the database, or Redis when configured).
+        leases=AheadLeases(state.leases, settings.prepare_ahead_lease_seconds),
     )
 
 

@@ -241,6 +241,10 @@ class Settings(BaseSettings):
     prepare_ahead_wait_seconds: float = Field(default=60.0, ge=0)
     """Over the threshold with the prepared summary not ready and the request too large
     for the model's window: how long the turn waits for it before compacting inline."""
+    prepare_ahead_lease_seconds: float = Field(default=30.0, gt=0)
+    """How long the lease of a background summary lasts unless renewed (its replica
+    renews it every third of that while the summary runs): one summary per conversation
+    across replicas; a replica that crashed holding one frees it after this long."""
     proxy_summary_cache_entries: int = Field(default=1000, ge=1)
     """Summaries of resent history prefixes kept per tenant (oldest evicted first)."""
     redis_url: SecretStr | None = None

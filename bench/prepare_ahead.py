@@ -22,7 +22,13 @@ With --mode session the same requests are bound to a stored session
 (`X-Compactor-Session`): the service records each turn's new messages and forwards the
 session's context; its compactions are the session's, prepared ahead per session.
 
-Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N]
+`--replicas 2`: two proxies on one SQLite file (the summary cache and the background
+summaries' leases shared through it), the agent's turns sent to them in turn (a
+round-robin load balancer); each line is measured with the leases (as deployed) and
+without (`lease off`: each replica guards only its own background summaries, as before
+the leases; the bench swaps the composition's lease store for none).
+
+Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N] [--replicas 2]
      [--mode stateless|session|both]
 """
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -44,7 +51,9 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import app.composition  # noqa: E402
 from app.main import create_app  # noqa: E402
+from app.services.proxy.ahead_leases import AheadLeases  # noqa: E402
 from app.serving import NoDelayH11Protocol  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.common import serve_in_thread  # noqa: E402
@@ -101,9 +110,8 @@ def transcript_upstream(next_reply: dict[str, Any]) -> Any:
         more = True
         while more:
             more = (await receive()).get("more_body", False)
-        message = {
-            k: v for k, v in next_reply["message"].items() if k in ("role", "content", "tool_calls")
-        }
+        fields = ("role", "content", "tool_calls")
+        message = {k: v for k, v in next_reply["message"].items() if k in fields}
         reply = orjson.dumps(
             {
                 "id": "chatcmpl-bench",
@@ -125,7 +133,19 @@ def requests_of(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [messages[:i] for i, m in enumerate(messages) if m.get("role") == "assistant" and i]
 
 
-def replay(ratio: str, delay: float, think: float, turns: int, mode: str) -> dict[str, Any]:
+def _no_leases(_store: Any, seconds: float) -> AheadLeases:
+    return AheadLeases(None, seconds)
+
+
+def replay(
+    ratio: str,
+    delay: float,
+    think: float,
+    turns: int,
+    replicas: int = 1,
+    lease: bool = True,
+    mode: str = "stateless",
+) -> dict[str, Any]:
     """One session replayed; per-turn latencies split into compacting and normal turns."""
     messages = json.loads(TRANSCRIPT.read_text())["messages"]
     calls: list[float] = []
@@ -149,19 +169,23 @@ def replay(ratio: str, delay: float, think: float, turns: int, mode: str) -> dic
         compacting: list[float] = []
         normal: list[float] = []
         states: dict[str, int] = {}
-        with (
-            serve_in_thread(create_app(settings), http=NoDelayH11Protocol) as proxy,
-            httpx.Client(timeout=600) as client,
-        ):
+        with contextlib.ExitStack() as stack:
+            if not lease:
+                stack.enter_context(_patched(app.composition, "AheadLeases", _no_leases))
+            proxies = [
+                stack.enter_context(serve_in_thread(create_app(settings), http=NoDelayH11Protocol))
+                for _ in range(replicas)
+            ]
+            client = stack.enter_context(httpx.Client(timeout=600))
             bound: dict[str, str] = {}
             if mode == "session":
-                made = client.post(
-                    f"{proxy}/sessions", json={"model": "gpt-4o", "format": "openai"}
-                )
+                session = {"model": "gpt-4o", "format": "openai"}
+                made = client.post(f"{proxies[0]}/sessions", json=session)
                 bound = {"x-compactor-session": made.raise_for_status().json()["id"]}
-            for history in requests_of(messages)[:turns]:
+            for turn, history in enumerate(requests_of(messages)[:turns]):
                 next_reply["message"] = messages[len(history)]
                 body = orjson.dumps({"model": "gpt-4o", "messages": history})
+                proxy = proxies[turn % replicas]
                 started = time.perf_counter()
                 answer = client.post(
                     f"{proxy}/v1/chat/completions",
@@ -189,6 +213,16 @@ def replay(ratio: str, delay: float, think: float, turns: int, mode: str) -> dic
     return {"compacting": compacting, "normal": normal, "calls": len(calls), "states": states}
 
 
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: Any) -> Any:
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
+
+
 _seen = {"n": 0}
 
 
@@ -211,30 +245,39 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=0.05)
     parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--mode", choices=("stateless", "session", "both"), default="both")
     args = parser.parse_args()
     modes = ("stateless", "session") if args.mode == "both" else (args.mode,)
     think = 5.0 * args.scale
-    print(f"scale {args.scale}: think {think:.3f} s (real sleep), times in ms (scaled)")
     print(
-        f"{'mode':>9} {'summary':>8} {'ratio':>5} {'turns':>6} {'compacting p50':>15} {'p99':>9} "
+        f"scale {args.scale}: think {think:.3f} s (real sleep), times in ms (scaled), "
+        f"{args.replicas} replica(s)"
+    )
+    # With replicas, prepare-ahead is measured with and without the leases.
+    runs = [("off", True), ("0.8", True)] + ([("0.8", False)] if args.replicas > 1 else [])
+    print(
+        f"{'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
+        f"{'compacting p50':>15} {'p99':>9} "
         f"{'normal p50':>11} {'added p50':>10} {'added p99':>10} "
         f"{'calls':>6}  states"
     )
     for mode in modes:
         for seconds in (3.0, 20.0):
-            for ratio in ("off", "0.8"):
-                report(mode, seconds, ratio, think, args)
+            for ratio, lease in runs:
+                report(mode, seconds, ratio, lease, think, args)
 
 
-def report(mode: str, seconds: float, ratio: str, think: float, args: Any) -> None:
-    """One row: `mode` replayed with a summary of `seconds` (scaled) at `ratio`."""
+def report(mode: str, seconds: float, ratio: str, lease: bool, think: float, args: Any) -> None:
+    """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`."""
     _seen["n"] = 0
-    result = replay(ratio, seconds * args.scale, think, args.turns, mode)
+    delay = seconds * args.scale
+    result = replay(ratio, delay, think, args.turns, args.replicas, lease, mode)
     c50, c99 = pct(result["compacting"])
     n50, _ = pct(result["normal"])
     print(
-        f"{mode:>9} {seconds:>7.0f}s {ratio:>5} {len(result['compacting']):>6} "
+        f"{mode:>9} {seconds:>7.0f}s {ratio:>5} {'on' if lease else 'off':>5} "
+        f"{len(result['compacting']):>6} "
         f"{c50 * 1000:>15.1f} {c99 * 1000:>9.1f} {n50 * 1000:>11.1f} "
         f"{(c50 - n50) * 1000:>10.1f} {(c99 - n50) * 1000:>10.1f} "
         f"{result['calls']:>6}  "

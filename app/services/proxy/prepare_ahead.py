@@ -7,9 +7,12 @@ Not ready yet when the threshold is crossed: a history that still fits the model
 window goes on uncompacted (`pending`); one that does not waits for the background
 summary, bounded (`waited`), then falls back to compacting inline.
 
-One background summary per conversation at a time (in this process); a failed one is
-retried at most once; the lifespan cancels the ones still running at shutdown, and a
-cancelled one stores nothing.
+One background summary per conversation at a time, across replicas: in this process
+by key, across processes by the conversation's lease in the shared store
+(`ahead_leases`); a replica that finds the lease held starts none and finds the
+holder's summary in the shared summary cache. A failed one is retried at most once (per
+replica); the lifespan cancels the ones still running at shutdown, and a cancelled one
+stores nothing and gives its lease up.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from anyio.abc import TaskGroup
 
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.errors import IneffectiveCompactionError
+from app.json_logging import log_event
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_prepared_summary
 from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.proxy.ahead_leases import AheadLeases, Taken
 from app.services.proxy.summary_cache import (
     INEFFECTIVE_MARKER,
     CachedSummary,
@@ -149,13 +154,19 @@ class BackgroundSummaries:
         """True while the work of `key` runs."""
         return key in self._running
 
+    def can_start(self, key: Any) -> bool:
+        """True when `start` would start the work of `key` now."""
+        if self._group is None or key in self._running:
+            return False
+        failures: int = self._failures.get(key, 0)
+        return failures <= _RETRIES
+
     def start(self, key: Any, work: Callable[[], Awaitable[bool]]) -> bool:
         """Starts `work` unless one of `key` runs, it failed too often, or the block is
         closed; `work` answers whether it succeeded (an exception is a failure)."""
-        if self._group is None or key in self._running:
+        if not self.can_start(key):
             return False
-        if self._failures.get(key, 0) > _RETRIES:
-            return False
+        assert self._group is not None
         done = anyio.Event()
         self._running[key] = done
         self._group.start_soon(self._run, key, work, done)
@@ -215,6 +226,7 @@ class PrepareAhead:
         memo: PrefixMemo,
         observer: PrepareObserver | None = None,
         ledger: CostLedger | None = None,
+        leases: AheadLeases | None = None,
     ) -> None:
         self.policy = policy
         self.background = background
@@ -228,6 +240,11 @@ class PrepareAhead:
         # Per conversation: the prefix hash of its newest prepared summary, and whether a
         # turn used it yet (one never used when the next is prepared is wasted).
         self._prepared: _Lru = _Lru()
+        # One background summary per conversation across replicas (none: this process's).
+        self.leases = leases or AheadLeases(None)
+        # Conversations whose lease another replica held when this one asked: a summary
+        # the crossing turn finds in the shared cache was prepared ahead there.
+        self._elsewhere: _Lru = _Lru()
 
     @staticmethod
     def conversation_key(tenant: str, scope: str, prefixes: PrefixHashes) -> tuple[str, ...]:
@@ -244,43 +261,87 @@ class PrepareAhead:
         window = counted.settings.effective_window
         return counted.estimate.tokens <= window - output_budget
 
-    def start(self, key: tuple[str, ...], job: AheadJob, *, needed: bool = False) -> bool:
+    async def start(
+        self, key: tuple[str, ...], job: AheadJob, *, needed: bool = False
+    ) -> Taken | None:
         """Starts the background summary of `job` unless one of `key` runs or, before
-        it is `needed` (over the threshold), one prepared for `key` is still unused."""
+        it is `needed` (over the threshold), one prepared for `key` is still unused.
+        `TAKEN`: one runs here now; `ELSEWHERE`: another replica holds the lease, its
+        summary is on its way; None: none runs (given up, or the store did not answer)."""
         prepared = self._prepared.get(key)
         if not needed and prepared is not None and not prepared[1]:
-            return False
+            return None
+        if self.background.running(key):
+            return Taken.TAKEN
+        if not self.background.can_start(key):
+            return None
+        # Taken before the work starts, so the turn knows whether another replica works.
+        taken = await self.leases.take(key)
+        if taken is not Taken.TAKEN:
+            self.observer.prepared_summary(taken.value)
+            if taken is Taken.ELSEWHERE:
+                self._elsewhere.remember(key, True)
+                log_event(log, "prepare_ahead_skipped", tenant=job.tenant, outcome=taken.value)
+                return taken
+            return None
 
-        async def work() -> bool:
+        async def summarize() -> bool:
             try:
                 return await self._summarize(key, job)
             except Exception:
                 self.observer.prepared_summary("failed")
                 raise
 
-        started = self.background.start(key, work)
-        if started:
+        async def work() -> bool:
+            return await self.leases.holding(key, summarize)
+
+        if self.background.start(key, work):
             self.observer.prepared_summary("started")
-        return started
+            return Taken.TAKEN
+        if self.background.running(key):
+            # A concurrent turn here started it meanwhile, under the same (own) lease.
+            return Taken.TAKEN
+        # Shutting down: the lease is not kept for work that never runs.
+        with anyio.CancelScope(shield=True):
+            await self.leases.release(key)
+        return None
 
     def used(self, key: tuple[str, ...], prefix_hash: str) -> bool:
         """Marks the prepared summary of `prefix_hash` used; True when it was one, not
         used before."""
         found = self._prepared.get(key)
-        if found is None or found[0] != prefix_hash or found[1]:
-            return False
-        self._prepared.remember(key, (prefix_hash, True))
-        return True
+        if found is not None and found[0] == prefix_hash and not found[1]:
+            self._prepared.remember(key, (prefix_hash, True))
+            return True
+        if self._elsewhere.pop(key, None) is not None:
+            # Prepared by the replica that held the lease, found in the shared cache.
+            self._prepared.remember(key, (prefix_hash, True))
+            return True
+        return False
 
     async def _summarize(self, key: tuple[str, ...], job: AheadJob) -> bool:
         started = time.perf_counter()
+        prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
+        # Under the lease now: a summary stored since the turn looked (by the replica that
+        # held the lease before) is not made again.
+        newer = await anyio.to_thread.run_sync(
+            lambda: ignoring_store_errors(
+                lambda: self.cache.longest(job.tenant, job.scope, prefixes), _store_failed
+            )
+        )
+        if newer is not None and newer.prefix_len > (job.hit.prefix_len if job.hit else 0):
+            found = prefixes.at(newer.prefix_len)
+            if self._prepared.get(key, (None,))[0] != found:
+                self._prepared.remember(key, (found, False))
+            self._elsewhere.pop(key, None)
+            self.observer.prepared_summary("prepared_elsewhere")
+            return True
         history = job.history
         counted = await anyio.to_thread.run_sync(self.estimation.count, history)
         keep = history.keep_recent_tokens
         if keep is not None and (ahead := PrepareAheadPolicy.kept_ahead(keep, counted)) != keep:
             history = replace(history, keep_recent_tokens=ahead)
             counted = await anyio.to_thread.run_sync(self.estimation.count, history)
-        prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
         offset = 1 if job.hit is not None else 0
 
         def covered(plan: CompactionPlan) -> int:
@@ -355,6 +416,7 @@ class PrepareAhead:
         if previous is not None and not previous[1] and previous[0] != stored:
             self.observer.prepared_wasted()
         self._prepared.remember(key, (stored, False))
+        self._elsewhere.pop(key, None)
         self.observer.prepared_summary("stored")
         info = self.compaction.summarizer.info
         log_prepared_summary(

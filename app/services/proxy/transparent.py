@@ -28,6 +28,7 @@ from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.ports import ResendMemo
+from app.services.proxy.ahead_leases import Taken
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
 from app.services.proxy.pipeline import Exchange
@@ -154,7 +155,7 @@ class TransparentCompactor:
         if not overflow and not counted.should_compact:
             await self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
             if self.ahead is not None and self.ahead.past_soft_threshold(counted):
-                self._prepare_under_threshold(call, wanted, counted)
+                await self._prepare_under_threshold(call, wanted, counted)
             return None
         history = list(wanted.messages)
         inline = counted.inline_system_count
@@ -185,7 +186,7 @@ class TransparentCompactor:
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
                 )
                 if self.ahead is not None and self.ahead.past_soft_threshold(counted):
-                    self._prepare_ahead(call, wanted, scope, prefixes, history, before, hit)
+                    await self._prepare_ahead(call, wanted, scope, prefixes, history, before, hit)
                 return forwarded
         if not overflow and self.ahead is not None and defer:
             deferred = await self._not_ready(
@@ -363,7 +364,7 @@ class TransparentCompactor:
 
     # --- Prepared ahead (SPEC §16; the policy and the background work: prepare_ahead) ---
 
-    def _prepare_under_threshold(
+    async def _prepare_under_threshold(
         self, call: ProxyCall, wanted: HistoryInput, counted: CountedHistory
     ) -> None:
         """Past the soft threshold, under the threshold: the summary the compaction at
@@ -376,9 +377,9 @@ class TransparentCompactor:
         prefixes = PrefixHashes(
             history[inline:], counted.message_digests[inline:], self._prefix_memo
         )
-        self._prepare_ahead(call, wanted, scope, prefixes, history, counted, None)
+        await self._prepare_ahead(call, wanted, scope, prefixes, history, counted, None)
 
-    def _prepare_ahead(
+    async def _prepare_ahead(
         self,
         call: ProxyCall,
         wanted: HistoryInput,
@@ -389,9 +390,10 @@ class TransparentCompactor:
         hit: CachedSummary | None,
         *,
         needed: bool = False,
-    ) -> bool:
+    ) -> Taken | None:
         """Starts the background summary of `wanted` (the caller's history, or it with
-        the cached summary `hit` in place of its prefix) unless one runs for it."""
+        the cached summary `hit` in place of its prefix) unless one runs for it, here or
+        on another replica (`PrepareAhead.start`)."""
         assert self.ahead is not None
         inline = full.inline_system_count
         key = self.ahead.conversation_key(call.tenant, scope, prefixes)
@@ -405,7 +407,7 @@ class TransparentCompactor:
             inline=inline,
             hit=hit,
         )
-        return self.ahead.start(key, job, needed=needed)
+        return await self.ahead.start(key, job, needed=needed)
 
     def _prepared_used(
         self, api: str, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary
@@ -436,9 +438,10 @@ class TransparentCompactor:
         wanted, counted = now
         scope, prefixes, history, full = caller
         key = self.ahead.conversation_key(call.tenant, scope, prefixes)
-        if not self.ahead.background.running(key) and not self._prepare_ahead(
+        where = await self._prepare_ahead(
             call, wanted, scope, prefixes, history, full, hit, needed=True
-        ):
+        )
+        if where is None:
             return None
         envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
         budget = envelope.output_budget if envelope is not None else 0
@@ -452,10 +455,17 @@ class TransparentCompactor:
                 tokens=counted.estimate.tokens,
                 threshold=counted.threshold,
                 prepared=report.prepared,
+                background="here" if where is Taken.TAKEN else where.value,
             )
             forwarded = call.api.with_history(body, list(wanted.messages)) if hit else None
             return _Deferred(forwarded)
-        if not await self.ahead.background.wait(key, self.ahead.policy.wait_seconds):
+        seconds = self.ahead.policy.wait_seconds
+        if where is Taken.TAKEN:
+            done = await self.ahead.background.wait(key, seconds)
+        else:
+            # Another replica's: its summary is in the shared cache once its lease is free.
+            done = await self.ahead.leases.wait_elsewhere(key, seconds)
+        if not done:
             return None
         # Done: the summary cache has it (used at once) or what it leaves is updated
         # inline, only the part after its prefix summarized.

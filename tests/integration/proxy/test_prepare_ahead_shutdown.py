@@ -1,12 +1,13 @@
 """SIGTERM while a summary is being prepared in the background (SPEC §16): `compactor
 serve` stops cleanly, the background summarizer call is cancelled (the summarizer sees
-the connection close), nothing was stored for it, and after a restart the next turn
-compacts normally."""
+the connection close), nothing was stored for it, its lease was given up, and after a
+restart the next turn compacts normally."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -90,6 +91,10 @@ def test_sigterm_cancels_the_background_summary_and_the_next_turn_compacts(
             assert process.returncode in (0, -signal.SIGTERM), errors[-2000:]
             assert b"Traceback" not in errors, errors[-2000:]
             assert summarizer.client_hung_up.wait(10), "the background call was not cancelled"
+            # The conversation's lease was given up, not left to run out: another replica
+            # (or this one restarted) may prepare its summary at once.
+            with sqlite3.connect(tmp_path / "compactor.db") as db:
+                assert db.execute("SELECT count(*) FROM leases").fetchone() == (0,)
         finally:
             if process.poll() is None:
                 process.kill()
