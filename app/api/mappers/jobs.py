@@ -19,7 +19,7 @@ def job_out(outcome: JobOutcome) -> CompactionJobOut:
     return CompactionJobOut(
         id=job.id,
         session_id=job.session_id,
-        state=job.state,  # type: ignore[arg-type]  # one of the store's states
+        state=job.state,
         progress=JobProgressOut(chunks_done=job.chunks_done, chunks_total=job.chunks_total),
         created_at=job.created_at,
         finished_at=job.finished_at,
