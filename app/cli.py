@@ -4,10 +4,12 @@ export and import."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -218,6 +220,7 @@ def compact(
     """Compact a history file with the configured summarizer; print or write the answer."""
     from app.api.mappers.history import compact_options, compact_out, history_input
     from app.api.schemas.history import CompactIn
+    from app.cli_progress import ChunkProgressDisplay
     from app.composition import SummarizerConfigError, build_state, running_summarizer
     from app.engine.errors import CompactorError
     from app.services.compaction import CompactionOutcome
@@ -231,15 +234,22 @@ def compact(
         doc["instructions"] = instructions
     body = CompactIn.model_validate(doc)
     settings = Settings()
+    # A model summary takes a while (chunk by chunk for a long history): show how far it
+    # is. The extractive one answers at once, in one chunk.
+    display = ChunkProgressDisplay() if settings.summarizer != "extractive" else None
 
     async def run() -> CompactionOutcome:
         # An HTTP summarizer needs its client open for the call.
         async with running_summarizer(settings) as summarizer:
             state = build_state(settings, summarizer=summarizer)
-            return await state.compaction.compact(history_input(body), compact_options(body))
+            options = compact_options(body)
+            if display is not None:
+                options = replace(options, progress=display.update)
+            return await state.compaction.compact(history_input(body), options)
 
     try:
-        outcome = asyncio.run(run())
+        with display or contextlib.nullcontext():
+            outcome = asyncio.run(run())
     except SummarizerConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

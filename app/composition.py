@@ -349,6 +349,7 @@ def build_state(
         idempotency_retention=retention,
         compaction_lease=timedelta(seconds=settings.compaction_lease_seconds),
         ledger=costs,
+        job_retention=timedelta(hours=settings.compaction_job_retention_hours),
     )
     if ledger is None:
         sessions.compactor.ledger = None  # summary calls of sessions: not recorded either
@@ -423,6 +424,9 @@ async def running_state(
         elif problem := await anyio.to_thread.run_sync(schema_problem, settings.database_url):
             # Serve anyway (health and stateless routes work); session routes answer 503.
             logging.getLogger("compactor.startup").error(problem)
+        # Closed before the store: running compaction jobs are cancelled and marked
+        # abandoned first.
+        await stack.enter_async_context(state.sessions.jobs)
         if state.native.ephemeral_key:
             # Compaction blocks and items it hands out (and inspector logins) stop verifying
             # after a restart and on other replicas: worth a line in the log, not a refusal.

@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     idempotency_retention_hours: float = Field(default=24.0, gt=0)
     """How long an append's Idempotency-Key is kept: a retry within it appends nothing,
     after it the same batch appends again. Expired keys are deleted as appends go."""
+    compaction_job_retention_hours: float = Field(default=24.0, gt=0)
+    """How long an asynchronous compaction job (`Prefer: respond-async` on
+    `POST /sessions/{id}/compact`) can be read back; older jobs are deleted as new ones
+    are made."""
     bound_compaction_wait_seconds: float = Field(default=60.0, ge=0)
     """How long a request bound to a session (`X-Compactor-Session`) waits for a
     compaction of that session another request or replica is running, to forward its

@@ -40,6 +40,9 @@ from app.services.sessions.bundles import InvalidBundleError
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
+    JobAbandonedError,
+    JobNotFoundError,
+    JobsStoppedError,
     RejectedValueError,
     SchemaNotAtHeadError,
     SessionNotFoundError,
@@ -177,6 +180,9 @@ PROBLEM_TYPES: Mapping[type[CompactorError], ProblemType] = {
         409, "Compaction would not shrink the history", "compaction-ineffective"
     ),
     CompactionConflictError: ProblemType(409, "Compaction conflict", "compaction-conflict"),
+    JobNotFoundError: ProblemType(404, "Compaction job not found", "job-not-found"),
+    JobAbandonedError: ProblemType(503, "Compaction abandoned", "job-abandoned"),
+    JobsStoppedError: ProblemType(503, "Shutting down", "jobs-stopped"),
     RejectedValueError: ProblemType(422, "Value refused by the store", "value-refused"),
     SchemaNotAtHeadError: ProblemType(503, "Database schema out of date", "schema-not-at-head"),
     StoreUnavailableError: ProblemType(503, "Session store unavailable", "store-unavailable"),

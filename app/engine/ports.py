@@ -116,3 +116,7 @@ class Summarizer(Protocol):
 
 # Returns True once the caller has gone away; checked before retrying.
 CallerGone = Callable[[], bool]
+
+# Told how far a summary is: (chunks folded, chunks in all), first with 0 folded once the
+# history is split, then after each chunk. An asynchronous compaction job reports it.
+ChunkProgress = Callable[[int, int], None]

@@ -232,6 +232,7 @@ class CompactionService:
             ),
             counted.choice.tokenizer,
             job.caller_gone,
+            options.progress,
         )
         finished = await _off_loop(finish_summary, summary.summary, plan, options.pinned)
         summary = replace(summary, summary=finished.text)

@@ -10,6 +10,7 @@ from app.engine.clearing import ClearSettings
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.strategy import DEFAULT_STRATEGY, StrategyName
 from app.engine.counting.estimate import UsageReport
+from app.engine.ports import ChunkProgress
 from app.engine.thinking import ThinkingLevel
 
 # The tokenizer choice that means "the model's own encoding".
@@ -59,3 +60,5 @@ class CompactOptions:
     # A session's compaction while recall over MCP is on: its summary message ends with
     # the recall line naming this session (SPEC §17).
     recall_session: str | None = None
+    # Told of each chunk folded (an asynchronous compaction job's progress).
+    progress: ChunkProgress | None = None

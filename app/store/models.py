@@ -273,3 +273,37 @@ class CostLedgerRow(Base):
 
 Index("ix_cost_ledger_session", CostLedgerRow.session_id)
 Index("ix_cost_ledger_tenant_created", CostLedgerRow.tenant, CostLedgerRow.created_at)
+
+
+class CompactionJobRow(Base):
+    """One compaction asked for asynchronously (`Prefer: respond-async`, SPEC §16): its
+    state, progress and outcome, kept for COMPACTOR_COMPACTION_JOB_RETENTION_HOURS. The
+    outcome is written in the transaction of the compaction record it names, so a job is
+    never `done` without its record, nor a record left behind by a job still `running`."""
+
+    __tablename__ = "compaction_jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    # queued, running, done, failed, abandoned (the process running it stopped).
+    state: Mapped[str] = mapped_column(String(20))
+    # {reason, instructions, thinking, strategy}: what was asked for.
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    chunks_done: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # No foreign key: a revert or delete of records never touches the job's history.
+    compaction_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # {kind, detail} of the failure: the API maps `kind` to its problem type.
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Renewed while the job runs: a job whose process died stops being renewed, and is
+    # reported abandoned once this is older than the heartbeat's lease.
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+# Expired jobs are found (and deleted a batch at a time) by age.
+Index("ix_compaction_jobs_created_at", CompactionJobRow.created_at)

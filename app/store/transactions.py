@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.store.compaction_jobs import CompactionJobRepository
 from app.store.cost_ledger import CostLedgerRepository
 from app.store.errors import first_line, store_error
 from app.store.repositories import (
@@ -37,6 +38,7 @@ class StoreTransaction:
     search: SearchRepository
     changes: SessionChangeRepository
     ledger: CostLedgerRepository
+    jobs: CompactionJobRepository
 
     @classmethod
     def on(cls, db: Session) -> StoreTransaction:
@@ -50,6 +52,7 @@ class StoreTransaction:
             SearchRepository(db),
             SessionChangeRepository(db),
             CostLedgerRepository(db),
+            CompactionJobRepository(db),
         )
 
 

@@ -308,3 +308,40 @@ class LedgerLine:
     tokens: BilledTokens
     calls: int
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """What an asynchronous compaction was asked to do."""
+
+    reason: str
+    instructions: str | None = None
+    thinking: ThinkingLevel | None = None
+    strategy: StrategyName | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobFailure:
+    """Why a job failed: the domain error's class name (the API maps it to its problem
+    type) and its message."""
+
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJobView:
+    """An asynchronous compaction (SPEC §16) as the store holds it."""
+
+    id: str
+    tenant: str
+    session_id: str
+    state: str
+    request: JobRequest
+    chunks_done: int
+    chunks_total: int | None
+    compaction_id: str | None
+    failure: JobFailure | None
+    created_at: datetime
+    heartbeat_at: datetime
+    finished_at: datetime | None

@@ -38,6 +38,7 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/sessions/{session_id}/prepare"): "prepare",
     ("POST", "/sessions/{session_id}/compact"): "compact_session",
     ("GET", "/sessions/{session_id}/compactions"): "compactions",
+    ("GET", "/sessions/{session_id}/jobs/{job_id}"): "compaction_job",
     ("GET", "/sessions/{session_id}/search"): "search",
     ("POST", "/sessions/{session_id}/compactions/{compaction_id}/revert"): "revert",
     ("POST", "/sessions/{session_id}/fork"): "fork",
@@ -47,6 +48,13 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/sessions/import"): "import_session",
     ("GET", "/sessions/{session_id}/cost"): "cost",
     ("GET", "/cost"): "tenant_cost",
+}
+
+# Headers that turn an operation into another one, sent by a method of its own: the
+# header's name → (the method, the status of the answer it reads). `Prefer:
+# respond-async` makes a compaction a job (SPEC §16), answered 202.
+SENT_BY_ANOTHER_METHOD: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
+    ("POST", "/sessions/{session_id}/compact"): {"prefer": ("start_compaction", "202")},
 }
 
 # Answers the client unwraps: the method returns this one list field of the JSON object.
@@ -126,11 +134,37 @@ class Checker:
             return
         if not inspect.iscoroutinefunction(async_method):
             self.problems.append(f"{where}: the async {name}() is not a coroutine function")
+        others = SENT_BY_ANOTHER_METHOD.get((method, path), {})
         for client_method in (sync_method, async_method):
-            self.check_request(where, client_method, operation)
+            self.check_request(where, client_method, operation, set(others))
             self.check_answer(where, name, client_method, operation)
+        for header, (other, status) in others.items():
+            self.check_other_method(where, header, other, status, operation)
 
-    def check_request(self, where: str, method: Callable[..., Any], operation: Schema) -> None:
+    def check_other_method(
+        self, where: str, header: str, name: str, status: str, operation: Schema
+    ) -> None:
+        """The method sending `header` exists on both clients and reads that answer."""
+        methods = [getattr(c, name, None) for c in (self.sync_client, self.async_client)]
+        if None in methods:
+            self.problems.append(f"{where}: {name}() (header {header!r}) missing on a client")
+            return
+        answer = operation["responses"].get(status)
+        if answer is None:
+            self.problems.append(f"{where}: no {status} answer for header {header!r}")
+            return
+        schema = self.resolve(answer["content"]["application/json"]["schema"])
+        for client_method in methods:
+            returned = typing.get_type_hints(client_method)["return"]
+            self.check_fields(f"{where} {status} answer", schema, dataclass_fields(returned, where))
+
+    def check_request(
+        self,
+        where: str,
+        method: Callable[..., Any],
+        operation: Schema,
+        sent_elsewhere: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> None:
         hints = typing.get_type_hints(method, include_extras=True)
         arguments: dict[str, Any] = {}
         for parameter in inspect.signature(method).parameters.values():
@@ -144,7 +178,7 @@ class Checker:
                 arguments[parameter.name] = hint
         for parameter in operation.get("parameters", []):
             key = parameter["name"].lower().replace("-", "_")
-            if key not in arguments:
+            if key not in arguments and key not in sent_elsewhere:
                 self.problems.append(f"{where}: {parameter['in']} {parameter['name']!r} not sent")
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")
         if body is not None:

@@ -59,3 +59,39 @@ def test_openapi_and_migrate_commands(tmp_path: Path) -> None:
     migrated = runner.invoke(app, ["migrate"])
     assert migrated.exit_code == 0, migrated.output
     assert "head" in migrated.output
+
+
+def test_compact_with_a_model_summarizer_reports_each_chunk_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration.fake_providers import OpenAIFake
+
+    models_file = tmp_path / "models.json"
+    tiny = {"provider": "openai", "context_window": 6_000, "max_output_tokens": 1_000}
+    models_file.write_text(json.dumps({"models": {"tiny-summarizer": tiny}}))
+    source = tmp_path / "history.json"
+    messages = [
+        {"role": "user", "content": f"Question {i}: " + " ".join(f"w{i}x{j}" for j in range(300))}
+        for i in range(24)
+    ]
+    source.write_text(json.dumps({"messages": messages, "reserve_tokens": 2_000}))
+    with OpenAIFake() as fake:
+        for name, value in {
+            "SUMMARIZER": "openai",
+            "SUMMARIZER_BASE_URL": f"{fake.base_url}/v1",
+            "SUMMARIZER_MODEL": "tiny-summarizer",
+            "SUMMARIZER_API_KEY": "sk-test",
+            "MODELS_FILE": str(models_file),
+        }.items():
+            monkeypatch.setenv(f"COMPACTOR_{name}", value)
+        out = tmp_path / "compacted.json"
+        result = runner.invoke(
+            app, ["compact", str(source), "--force", "--keep-recent-tokens", "500", "-o", str(out)]
+        )
+        calls = len(fake.received)
+    assert result.exit_code == 0, result.output
+    assert calls >= 2
+    # Not a terminal: one plain line per step, from none folded to all of them.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("summarizing:")]
+    assert lines == [f"summarizing: {i}/{calls} chunks folded" for i in range(calls + 1)]
+    assert json.loads(out.read_text())["compacted"] is True

@@ -22,6 +22,7 @@ TABLES = {
     "leases",
     "session_changes",
     "cost_ledger",
+    "compaction_jobs",
 }
 # SQLite's full-text index of the transcript: the FTS5 table and its shadow tables.
 FTS_TABLES = {

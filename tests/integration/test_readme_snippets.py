@@ -27,7 +27,11 @@ def _section(title: str) -> str:
 
 @pytest.mark.parametrize(
     ("title", "blocks"),
-    [("### The session flow", 1), ("## Nothing lost, and you in control", 2)],
+    [
+        ("### The session flow", 1),
+        ("## Nothing lost, and you in control", 2),
+        ("### Compaction in the background", 1),
+    ],
 )
 def test_the_snippets_run_as_written(
     title: str,
@@ -50,7 +54,9 @@ def test_the_snippets_run_as_written(
             if isinstance(value, CompactorClient):
                 value.close()
     printed = capsys.readouterr().out
-    if title.startswith("###"):
+    if title.startswith("### Compaction in the background"):
+        assert printed.strip().splitlines()[-1] == "done 1 True"
+    elif title.startswith("###"):
         assert printed.strip().splitlines()[-1] == "7"
     else:
         assert "[(5, True)]" in printed and "TANGERINE-4417" in printed

@@ -11,6 +11,7 @@ from app.api.deps import Sessions
 from app.api.disconnect import run_until_disconnect
 from app.api.limits import MAX_OFFSET
 from app.api.mappers.cost import session_cost_out
+from app.api.mappers.jobs import job_out
 from app.api.mappers.sessions import (
     compaction_out,
     context_out,
@@ -22,6 +23,7 @@ from app.api.mappers.strategy import strategy_name
 from app.api.problems import documented
 from app.api.routing import OrjsonRoute, answer_off_loop
 from app.api.schemas.cost import SessionCostOut
+from app.api.schemas.jobs import CompactionJobOut
 from app.api.schemas.recall import PrepareIn
 from app.api.schemas.sessions import (
     AppendIn,
@@ -44,10 +46,14 @@ from app.engine.errors import (
 from app.services.sessions.errors import (
     CompactionConflictError,
     IdempotencyMismatchError,
+    JobNotFoundError,
+    JobsStoppedError,
     RejectedValueError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
+from app.services.sessions.service import JobOutcome
+from app.services.sessions.views import JobRequest
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], route_class=OrjsonRoute)
 
@@ -158,16 +164,58 @@ async def prepare(
     return await answer_off_loop(lambda: prepare_out(result, dry_run))
 
 
-@router.post("/{session_id}/compact", response_model=PrepareOut, responses=_COMPACT)
+_ASYNC = {
+    202: {
+        "model": CompactionJobOut,
+        "description": "With `Prefer: respond-async`: the compaction runs as a job; `GET` "
+        "the `Location` for its state, progress and record.",
+        "headers": {
+            "Location": {
+                "description": "The job: `/sessions/{id}/jobs/{job}`.",
+                "schema": {"type": "string"},
+            },
+            "Preference-Applied": {
+                "description": "`respond-async`.",
+                "schema": {"type": "string"},
+            },
+        },
+    },
+    **documented(JobsStoppedError),
+}
+
+
+@router.post("/{session_id}/compact", response_model=PrepareOut, responses={**_COMPACT, **_ASYNC})
 async def compact_session(
     session_id: SessionId,
     body: SessionCompactIn,
     request: Request,
     tenant: Tenant,
     sessions: Sessions,
+    prefer: Annotated[str | None, Header(max_length=1_000)] = None,
 ) -> Response:
     """Compact now (manual, or overflow after a context-too-long error); 409 if nothing.
-    With `dry_run: true`, the record it would write, writing nothing."""
+    With `dry_run: true`, the record it would write, writing nothing. With
+    `Prefer: respond-async`, 202 at once with the job's `Location` (SPEC §16); a dry run
+    is answered inline."""
+    if not body.dry_run and _prefers_async(prefer):
+        job = await sessions.start_compaction_job(
+            tenant,
+            session_id,
+            JobRequest(
+                reason=body.reason,
+                instructions=body.instructions,
+                thinking=body.thinking,
+                strategy=strategy_name(body.strategy),
+            ),
+        )
+        location = f"/sessions/{session_id}/jobs/{job.id}"
+        answer = job_out(JobOutcome(job, None))
+        return Response(
+            answer.model_dump_json(),
+            status_code=202,
+            media_type="application/json",
+            headers={"Location": location, "Preference-Applied": "respond-async"},
+        )
     result = await run_until_disconnect(
         request,
         lambda gone: sessions.compact(
@@ -182,6 +230,31 @@ async def compact_session(
         ),
     )
     return await answer_off_loop(lambda: prepare_out(result, body.dry_run))
+
+
+@router.get(
+    "/{session_id}/jobs/{job_id}",
+    response_model=CompactionJobOut,
+    responses=documented(SessionNotFoundError, StoreUnavailableError, JobNotFoundError),
+)
+def get_compaction_job(
+    session_id: SessionId, job_id: SessionId, tenant: Tenant, sessions: Sessions
+) -> CompactionJobOut:
+    """An asynchronous compaction: its state (queued, running, done, failed, abandoned),
+    progress (chunks folded of the total), and the record once done or the problem once
+    failed. Kept for COMPACTOR_COMPACTION_JOB_RETENTION_HOURS."""
+    return job_out(sessions.compaction_job(tenant, session_id, job_id))
+
+
+def _prefers_async(prefer: str | None) -> bool:
+    """True when a `Prefer` header (RFC 7240) asks for `respond-async`."""
+    if not prefer:
+        return False
+    for preference in prefer.split(","):
+        name = preference.split(";", 1)[0].split("=", 1)[0].strip().lower()
+        if name == "respond-async":
+            return True
+    return False
 
 
 @router.get("/{session_id}/compactions", response_model=CompactionListOut, responses=_READ)

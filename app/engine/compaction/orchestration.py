@@ -25,6 +25,7 @@ from app.engine.errors import (
 from app.engine.messages import Message
 from app.engine.ports import (
     CallerGone,
+    ChunkProgress,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -100,18 +101,22 @@ async def summarize_plan(
     options: SummaryOptions,
     tokenizer: Tokenizer,
     caller_gone: CallerGone = lambda: False,
+    progress: ChunkProgress | None = None,
 ) -> SummaryOutcome:
     """Writes the summary for `plan`, folding oldest-first chunks when the history does
-    not fit the summarizer's window. Never returns a partial summary."""
+    not fit the summarizer's window, telling `progress` after each. Never returns a
+    partial summary."""
     # Serializing a long history is CPU work: it runs in a worker thread, off the loop.
     chunks = await asyncio.to_thread(
         split_into_chunks, plan.to_summarize, summarizer, options, tokenizer
     )
+    if progress is not None:
+        progress(0, len(chunks))
     running = plan.previous_summary
     attempts = 0
     thinking = options.thinking
     usage = SummaryUsage()
-    for chunk in chunks:
+    for done, chunk in enumerate(chunks):
         if caller_gone():
             raise CallerGoneError("the caller went away before the summary was finished")
         conversation = await asyncio.to_thread(
@@ -134,6 +139,8 @@ async def summarize_plan(
         attempts += used_attempts
         usage = usage.plus(result.usage)
         running = result.text.strip()
+        if progress is not None:
+            progress(done + 1, len(chunks))
     assert running is not None  # at least one chunk: the plan is never empty
     return SummaryOutcome(running, attempts, thinking, len(chunks), usage)
 

@@ -29,7 +29,7 @@ from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.strategy import StrategyName
 from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.errors import CompactorError, IneffectiveCompactionError, NothingToCompactError
-from app.engine.ports import CallerGone
+from app.engine.ports import CallerGone, ChunkProgress
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
 from app.services.compaction_log import log_compaction, log_prepared_summary
@@ -63,6 +63,10 @@ from app.store.views import (
 )
 
 T = TypeVar("T")
+
+# Writes more in the transaction that adds a compaction record (an asynchronous job's
+# outcome): the record and what depends on it commit together or not at all.
+OnRecorded = Callable[[StoreTransaction, CompactionRecord], None]
 
 # How long a compaction's lease lasts unless renewed (its holder renews it every third
 # of that while the summary runs): a crashed holder's lease runs out after it, and
@@ -463,9 +467,12 @@ class SessionCompactor:
         prompt: ForwardedPrompt | None = None,
         *,
         dry_run: bool = False,
+        progress: ChunkProgress | None = None,
+        on_recorded: OnRecorded | None = None,
     ) -> CompactResult:
         """A manual or overflow compaction, regardless of the threshold; 409 if nothing.
-        With `dry_run`, what it would record, writing nothing."""
+        With `dry_run`, what it would record, writing nothing. `progress` is told of each
+        chunk folded; `on_recorded` writes more in the transaction of the record."""
         context = await _in_thread(self.load_context, tenant, session_id, prompt)
         result = await self._compact(
             context,
@@ -476,6 +483,8 @@ class SessionCompactor:
             force=True,
             strategy=strategy,
             dry_run=dry_run,
+            progress=progress,
+            on_recorded=on_recorded,
         )
         if not result.compacted:
             raise NothingToCompactError(result.reason or "nothing to compact")
@@ -493,13 +502,17 @@ class SessionCompactor:
         strategy: StrategyName | None = None,
         counted: CountedHistory | None = None,
         dry_run: bool = False,
+        progress: ChunkProgress | None = None,
+        on_recorded: OnRecorded | None = None,
     ) -> CompactResult:
         """Compacts `context` (already counted as `counted` when given) and records it
         (with `dry_run`, only shows the record); the new context is built from the
         outcome, not read and counted again."""
         session = context.session
         settings = session.settings
-        options = self._options(session, trigger, instructions, thinking, force, strategy)
+        options = self._options(
+            session, trigger, instructions, thinking, force, strategy, progress=progress
+        )
         history = context.history()
         if settings.keep_recent_tokens is None:
             history, counted = await self._scaled_keep(history, counted)
@@ -512,7 +525,7 @@ class SessionCompactor:
             record = preview_record(new)
         else:
             billed = self._summary_bill(context.session, outcome)
-            record = await _in_thread(self._record, context.session, new, billed)
+            record = await _in_thread(self._record, context.session, new, billed, on_recorded)
             if billed is not None and self.ledger is not None:
                 self.ledger.observed(billed)
         view = _compacted_view(context, outcome, record)
@@ -532,6 +545,7 @@ class SessionCompactor:
         thinking: ThinkingLevel | None,
         force: bool,
         strategy: StrategyName | None = None,
+        progress: ChunkProgress | None = None,
     ) -> CompactOptions:
         settings = session.settings
         return CompactOptions(
@@ -544,6 +558,7 @@ class SessionCompactor:
             pinned=settings.pinned,
             subject={"session_id": session.id},
             recall_session=session.id if self.marker.recall_hint else None,
+            progress=progress,
         )
 
     async def _scaled_keep(
@@ -571,7 +586,11 @@ class SessionCompactor:
         )
 
     def _record(
-        self, session: SessionView, new: NewCompaction, billed: LedgerEntry | None = None
+        self,
+        session: SessionView,
+        new: NewCompaction,
+        billed: LedgerEntry | None = None,
+        on_recorded: OnRecorded | None = None,
     ) -> CompactionRecord:
         try:
             with self._store.transaction() as tx:
@@ -579,6 +598,8 @@ class SessionCompactor:
                 record = tx.compactions.add(new)
                 if billed is not None:
                     tx.ledger.add(billed)
+                if on_recorded is not None:
+                    on_recorded(tx, record)
                 return record
         except DuplicateKeyError as exc:
             raise CompactionConflictError(

@@ -27,3 +27,16 @@ class SchemaNotAtHeadError(StoreUnavailableError):
 
 class RejectedValueError(CompactorError):
     """The database refused a value of the request (a NUL character, say)."""
+
+
+class JobNotFoundError(CompactorError):
+    """No such compaction job of this session for this tenant (or it expired)."""
+
+
+class JobAbandonedError(CompactorError):
+    """The process running a compaction job stopped before it finished; nothing of it
+    was written."""
+
+
+class JobsStoppedError(CompactorError):
+    """The service is shutting down and starts no new compaction job."""

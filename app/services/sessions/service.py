@@ -27,6 +27,7 @@ from app.services.sessions.compactions import (
     SessionCompactor,
 )
 from app.services.sessions.context import ForwardedPrompt, context_before
+from app.services.sessions.jobs import DEFAULT_JOB_RETENTION, CompactionJobs, JobOutcome
 from app.services.sessions.revisions import RevertResult, SessionRevisions
 from app.services.sessions.search import SearchResult, TranscriptSearch
 from app.services.sessions.settings_changes import SessionSettingsEditor
@@ -40,6 +41,7 @@ __all__ = [
     "CompactResult",
     "ContextView",
     "ForwardedPrompt",
+    "JobOutcome",
     "NewSession",
     "RevertResult",
     "SearchResult",
@@ -60,6 +62,7 @@ class SessionService:
         idempotency_retention: timedelta = DEFAULT_IDEMPOTENCY_RETENTION,
         compaction_lease: timedelta = DEFAULT_COMPACTION_LEASE,
         ledger: CostLedger | None = None,
+        job_retention: timedelta = DEFAULT_JOB_RETENTION,
     ) -> None:
         self.estimation = estimation
         self.compaction = compaction
@@ -73,6 +76,9 @@ class SessionService:
         # compaction they made; `app.composition` gives it its observer.
         self.ledger = ledger or CostLedger(store, estimation.models)
         compactor.ledger = self.ledger
+        # Compactions asked for asynchronously (SPEC §16); their tasks live while the
+        # lifespan runs `async with service.jobs` (app.composition).
+        self.jobs = CompactionJobs(store, compactor, job_retention, compaction_lease)
         turns = TurnLog(store, log, compactor.read_context, idempotency_retention)
         search = TranscriptSearch(store)
         revisions = SessionRevisions(store, estimation, self.marker)
@@ -103,6 +109,10 @@ class SessionService:
         self.context = compactor.context
         self.prepare = compactor.prepare
         self.compact = compactor.compact
+        # The same compaction as a job in the background (`Prefer: respond-async`): a
+        # new queued job at once; later, its state, progress and record.
+        self.start_compaction_job = self.jobs.start
+        self.compaction_job = self.jobs.get
         # Full-text search over the transcript, folded entries included, best first.
         self.search = search.search
         # Revert: the context before a compaction again, as a new `revert` record.

@@ -5,8 +5,11 @@ handed on from here to the layers above, which never import the store."""
 from __future__ import annotations
 
 from app.store.views import (
+    CompactionJobView,
     CompactionRecord,
     CompactionStall,
+    JobFailure,
+    JobRequest,
     NewSession,
     RestoredFactRecord,
     SessionSettings,
@@ -17,8 +20,11 @@ from app.store.views import (
 )
 
 __all__ = [
+    "CompactionJobView",
     "CompactionRecord",
     "CompactionStall",
+    "JobFailure",
+    "JobRequest",
     "NewSession",
     "RestoredFactRecord",
     "SessionSettings",

@@ -1,8 +1,15 @@
-import { errorFromResponse, errorFromTransport, unexpectedResponse } from "./errors.js";
+import {
+  CompactorAPIError,
+  errorFromResponse,
+  errorFromTransport,
+  TIMEOUT_ERROR,
+  unexpectedResponse,
+} from "./errors.js";
 import type {
   AppendIn,
   AppendOut,
   CompactIn,
+  CompactionJobOut,
   CompactionListOut,
   CompactOut,
   ContextOut,
@@ -55,6 +62,21 @@ export interface AppendOptions {
   idempotencyKey?: string;
 }
 
+export interface WaitOptions {
+  /** Between two reads of the job, in milliseconds (default 500). */
+  pollIntervalMs?: number;
+  /** Give up after this many milliseconds (status 0, `TIMEOUT_ERROR`); default: never. */
+  timeoutMs?: number;
+  /** Told of every answer while waiting (a progress bar reads `job.progress`). */
+  onProgress?: (job: CompactionJobOut) => void;
+}
+
+/** Compaction parameters of a job (`dry_run` is answered inline, never as a job). */
+export type StartCompactionIn = Omit<SessionCompactIn, "dry_run">;
+
+const FINISHED_STATES: ReadonlySet<string> = new Set(["done", "failed", "abandoned"]);
+const DEFAULT_POLL_INTERVAL_MS = 500;
+
 type Query = Record<string, number | string | boolean | undefined>;
 
 interface Call {
@@ -91,6 +113,7 @@ export const OPERATION_METHODS: Record<Operation, keyof CompactorClient> = {
   "POST /sessions/{session_id}/prepare": "prepare",
   "POST /sessions/{session_id}/compact": "compactSession",
   "GET /sessions/{session_id}/compactions": "compactions",
+  "GET /sessions/{session_id}/jobs/{job_id}": "compactionJob",
   "GET /sessions/{session_id}/search": "search",
   "POST /sessions/{session_id}/compactions/{compaction_id}/revert": "revert",
   "POST /sessions/{session_id}/fork": "fork",
@@ -254,6 +277,89 @@ export class CompactorClient {
   compactSession(sessionId: string, body: SessionCompactIn = {}): Promise<PrepareOut> {
     const path = sessionPath(sessionId, "/compact");
     return this.#send({ method: "POST", path, body, answer: "json" });
+  }
+
+  /**
+   * POST /sessions/{id}/compact with `Prefer: respond-async`: the compaction as a job in
+   * the service's background, answered (202) before the summary is written.
+   */
+  async startCompaction(
+    sessionId: string,
+    body: StartCompactionIn = {},
+  ): Promise<CompactionJobOut> {
+    const path = sessionPath(sessionId, "/compact");
+    const headers = { prefer: "respond-async" };
+    const job = await this.#send<CompactionJobOut>({
+      method: "POST",
+      path,
+      body,
+      headers,
+      answer: "json",
+    });
+    if (typeof job.state !== "string") {
+      // A service that ignored the preference answered the compaction itself.
+      throw new CompactorAPIError({
+        status: 200,
+        title: "Unexpected response",
+        detail: "the service answered inline, not with a job (202)",
+        type: "urn:context-compactor:client:unexpected-response",
+        body: job as unknown as Record<string, unknown>,
+        method: "POST",
+        url: this.baseUrl + path,
+        requestId: null,
+      });
+    }
+    return job;
+  }
+
+  /** GET /sessions/{id}/jobs/{job}: its state, progress, and record or problem. */
+  compactionJob(sessionId: string, jobId: string): Promise<CompactionJobOut> {
+    if (!jobId) throw new TypeError("jobId must not be empty");
+    const path = sessionPath(sessionId, `/jobs/${encodeURIComponent(jobId)}`);
+    return this.#send({ method: "GET", path, answer: "json" });
+  }
+
+  /**
+   * Polls `job` until it finishes: the done job, with its `compaction`; rejects with a
+   * `CompactorAPIError` carrying the job's problem when it failed or was abandoned, or
+   * status 0 (`TIMEOUT_ERROR`) when `timeoutMs` passes first.
+   */
+  async waitForJob(job: CompactionJobOut, options: WaitOptions = {}): Promise<CompactionJobOut> {
+    const interval = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+    const url = `${this.baseUrl}${sessionPath(job.session_id, `/jobs/${job.id}`)}`;
+    let current = job;
+    while (!FINISHED_STATES.has(current.state)) {
+      if (deadline !== undefined && Date.now() >= deadline) {
+        throw new CompactorAPIError({
+          status: 0,
+          title: "Still running",
+          detail: `compaction job ${job.id} did not finish within ${options.timeoutMs} ms`,
+          type: TIMEOUT_ERROR,
+          body: {},
+          method: "GET",
+          url,
+          requestId: null,
+        });
+      }
+      await new Promise((done) => setTimeout(done, interval));
+      current = await this.compactionJob(job.session_id, job.id);
+      options.onProgress?.(current);
+    }
+    const problem = current.problem;
+    if (current.state !== "done" && problem) {
+      throw new CompactorAPIError({
+        status: problem.status,
+        title: problem.title,
+        detail: problem.detail,
+        type: problem.type ?? "about:blank",
+        body: problem as unknown as Record<string, unknown>,
+        method: "GET",
+        url,
+        requestId: null,
+      });
+    }
+    return current;
   }
 
   /** GET /sessions/{id}/compactions: every compaction record, oldest first. */

@@ -1,5 +1,12 @@
 export { CompactorClient, OPERATION_METHODS } from "./client.js";
-export type { AppendOptions, ClientOptions, Page, SearchOptions } from "./client.js";
+export type {
+  AppendOptions,
+  ClientOptions,
+  Page,
+  SearchOptions,
+  StartCompactionIn,
+  WaitOptions,
+} from "./client.js";
 export {
   CompactorAPIError,
   TIMEOUT_ERROR,

@@ -121,6 +121,21 @@ export interface CompactOut {
   updated_previous_summary?: boolean;
 }
 
+/** A compaction asked for with `Prefer: respond-async`. */
+export interface CompactionJobOut {
+  /** The compaction record, once done. */
+  compaction?: CompactionOut | null;
+  created_at: string;
+  finished_at?: string | null;
+  id: string;
+  /** Why it failed or was abandoned: the problem the inline compaction would have answered. */
+  problem?: Problem | null;
+  progress: JobProgressOut;
+  session_id: string;
+  /** queued, running, done (see `compaction`), failed (see `problem`), or abandoned: the service stopped before it finished and nothing of it was written. */
+  state: "queued" | "running" | "done" | "failed" | "abandoned";
+}
+
 export interface CompactionListOut {
   compactions: CompactionOut[];
 }
@@ -258,6 +273,13 @@ export interface HealthOut {
 export interface InputTokenDetails {
   cached_tokens?: number | null;
   [field: string]: unknown;
+}
+
+export interface JobProgressOut {
+  /** Chunks of the history folded into the summary so far. */
+  chunks_done: number;
+  /** Chunks in all (a long history is folded in several when it does not fit the summarizer's window); null until the history is split. */
+  chunks_total: number | null;
 }
 
 /** Body of POST /sessions/{id}/prepare (optional). */
@@ -570,6 +592,7 @@ export type Operation =
   | "GET /sessions/{session_id}/context"
   | "GET /sessions/{session_id}/cost"
   | "GET /sessions/{session_id}/export"
+  | "GET /sessions/{session_id}/jobs/{job_id}"
   | "GET /sessions/{session_id}/search"
   | "GET /sessions/{session_id}/transcript"
   | "PATCH /sessions/{session_id}"

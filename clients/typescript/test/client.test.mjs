@@ -227,6 +227,38 @@ describe("errors", () => {
     );
   });
 
+  test("a compaction as a job: 202, then polled to its record", async () => {
+    const session = await compactor.createSession({ format: "openai", keep_recent_tokens: 500 });
+    await compactor.appendMessages(session.id, { messages: turns(6) });
+    const job = await compactor.startCompaction(session.id, { instructions: "files" });
+    assert.ok(["queued", "running", "done"].includes(job.state));
+    const seen = [];
+    const done = await compactor.waitForJob(job, {
+      pollIntervalMs: 20,
+      onProgress: (j) => seen.push(j.state),
+    });
+    assert.equal(done.state, "done");
+    assert.equal(done.compaction?.instructions, "files");
+    assert.equal(done.progress.chunks_done, done.progress.chunks_total);
+    const { compactions } = await compactor.compactions(session.id);
+    assert.deepEqual(
+      compactions.map((c) => c.id),
+      [done.compaction?.id],
+    );
+    const again = await compactor.compactionJob(session.id, job.id);
+    assert.equal(again.state, "done");
+  });
+
+  test("a job with nothing to compact fails with the 409 problem", async () => {
+    const session = await compactor.createSession({ format: "openai" });
+    const job = await compactor.startCompaction(session.id);
+    await assert.rejects(compactor.waitForJob(job, { pollIntervalMs: 20 }), {
+      status: 409,
+      title: "Nothing to compact",
+    });
+    await assert.rejects(compactor.compactionJob(session.id, "no-such-job"), { status: 404 });
+  });
+
   test("nothing to compact is a 409", async () => {
     const session = await compactor.createSession({ format: "openai" });
     await compactor.appendMessages(session.id, { messages: [{ role: "user", content: "one" }] });

@@ -43,6 +43,11 @@ from context_compactor._errors import (
     UNEXPECTED_RESPONSE,
     CompactorAPIError,
 )
+from context_compactor._jobs import (
+    CompactionJob,
+    JobProblem,
+    JobProgress,
+)
 from context_compactor._models import (
     Breakdown,
     ClearedToolUse,
@@ -103,6 +108,7 @@ from context_compactor._types import (
     CompactReason,
     FactKind,
     Format,
+    JobState,
     SearchMatch,
     SourceKind,
     Strategy,
@@ -131,6 +137,7 @@ __all__ = [
     "CompactOptions",
     "CompactReason",
     "CompactResult",
+    "CompactionJob",
     "CompactionRecord",
     "CompactorAPIError",
     "CompactorClient",
@@ -145,6 +152,9 @@ __all__ = [
     "Format",
     "Health",
     "HistoryOptions",
+    "JobProblem",
+    "JobProgress",
+    "JobState",
     "Message",
     "PrepareResult",
     "PromptFile",

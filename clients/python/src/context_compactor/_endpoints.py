@@ -11,6 +11,7 @@ import httpx
 
 from context_compactor._errors import error_from_response, unexpected_response
 from context_compactor._fields import MalformedAnswerError
+from context_compactor._jobs import CompactionJob
 from context_compactor._models import CompactResult, Estimate, Health, Readiness, SystemPrompt
 from context_compactor._requests import (
     CompactOptions,
@@ -187,6 +188,37 @@ def compact_session(
         dry_run=dry_run or None,
     )
     return Call("POST", _session_path(session_id, "/compact"), _json(PrepareResult.parse), body)
+
+
+def start_compaction(
+    session_id: str,
+    reason: CompactReason,
+    instructions: str | None,
+    thinking: ThinkingLevel | None,
+    strategy: Strategy | None,
+) -> Call[CompactionJob]:
+    body = _body(reason=reason, instructions=instructions, thinking=thinking, strategy=strategy)
+    return Call(
+        "POST",
+        _session_path(session_id, "/compact"),
+        _json(_accepted),
+        body,
+        headers={"Prefer": "respond-async"},
+    )
+
+
+def _accepted(raw: dict[str, Any]) -> CompactionJob:
+    # A service that ignored the preference answered the compaction itself (200).
+    if "state" not in raw:
+        raise MalformedAnswerError("the service answered inline, not with a job (202)")
+    return CompactionJob.parse(raw)
+
+
+def compaction_job(session_id: str, job_id: str) -> Call[CompactionJob]:
+    if not job_id:
+        raise ValueError("job_id must not be empty")
+    path = _session_path(session_id, f"/jobs/{quote(job_id, safe='')}")
+    return Call("GET", path, _json(CompactionJob.parse))
 
 
 def compactions(session_id: str) -> Call[list[CompactionRecord]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
@@ -10,6 +11,8 @@ import httpx
 
 from context_compactor import _endpoints as api
 from context_compactor._base import ClientBase
+from context_compactor._errors import CompactorAPIError
+from context_compactor._jobs import DEFAULT_POLL_INTERVAL, CompactionJob, OnProgress, finished_job
 from context_compactor._models import CompactResult, Estimate, Health, Readiness, SystemPrompt
 from context_compactor._requests import (
     CompactOptions,
@@ -165,6 +168,45 @@ class CompactorClient(ClientBase[httpx.Client]):
         call = api.compact_session(session_id, reason, instructions, thinking, strategy, dry_run)
         return self._send(call)
 
+    def start_compaction(
+        self,
+        session_id: str,
+        *,
+        reason: CompactReason = "manual",
+        instructions: str | None = None,
+        thinking: ThinkingLevel | None = None,
+        strategy: Strategy | None = None,
+    ) -> CompactionJob:
+        """POST /sessions/{id}/compact with `Prefer: respond-async`: the compaction as a
+        job in the service's background, answered (202) before the summary is written."""
+        call = api.start_compaction(session_id, reason, instructions, thinking, strategy)
+        return self._send(call)
+
+    def compaction_job(self, session_id: str, job_id: str) -> CompactionJob:
+        """GET /sessions/{id}/jobs/{job}: its state, progress, and record or problem."""
+        return self._send(api.compaction_job(session_id, job_id))
+
+    def wait_for_job(
+        self,
+        job: CompactionJob,
+        *,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        timeout: float | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> CompactionJob:
+        """Polls `job` until it finishes (telling `on_progress` of each answer): the done
+        job, with its `compaction`; CompactorAPIError with the job's problem when it
+        failed or was abandoned, or status 0 when `timeout` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not job.finished:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise _still_running(job, timeout)
+            time.sleep(poll_interval)
+            job = self.compaction_job(job.session_id, job.id)
+            if on_progress is not None:
+                on_progress(job)
+        return finished_job(job)
+
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """GET /sessions/{id}/compactions: every compaction record, oldest first."""
         return self._send(api.compactions(session_id))
@@ -209,3 +251,12 @@ class CompactorClient(ClientBase[httpx.Client]):
         """GET /sessions/{id}/cost: tokens and dollars by kind, the summarizer's share,
         and what the same requests would have cost uncompacted (SPEC §15)."""
         return self._send(api.cost(session_id))
+
+
+def _still_running(job: CompactionJob, timeout: float | None) -> CompactorAPIError:
+    return CompactorAPIError(
+        0,
+        "Still running",
+        f"compaction job {job.id} did not finish within {timeout} seconds (state "
+        f"{job.state}); wait for it again or read it with compaction_job()",
+    )

@@ -14,6 +14,7 @@ WindowSource = Literal["request", "config", "upstream", "registry", "alias", "fa
 Trigger = Literal["auto", "manual", "overflow", "revert"]
 SearchMatch = Literal["all", "any"]
 ChangedVia = Literal["api", "inspector"]
+JobState = Literal["queued", "running", "done", "failed", "abandoned"]
 FactKind = Literal["goal", "constraint", "fact", "pinned", "file_read", "file_modified", "error"]
 SourceKind = Literal[
     "base", "system_md", "append_system_md", "rules", "extension", "skills", "subagents"
@@ -34,6 +35,7 @@ WINDOW_SOURCES: tuple[WindowSource, ...] = (
 TRIGGERS: tuple[Trigger, ...] = ("auto", "manual", "overflow", "revert")
 SEARCH_MATCHES: tuple[SearchMatch, ...] = ("all", "any")
 CHANGED_VIA: tuple[ChangedVia, ...] = ("api", "inspector")
+JOB_STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "abandoned")
 FACT_KINDS: tuple[FactKind, ...] = (
     "goal",
     "constraint",
