@@ -541,7 +541,9 @@ def clearing_part(extractive: CompactionService) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
-    parser.add_argument("--sets", default="dev,dev-b,held-out,held-out-2")
+    parser.add_argument(
+        "--sets", default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final"
+    )
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
     args = parser.parse_args()
