@@ -609,3 +609,18 @@ def test_an_update_in_other_words_replaces_nothing_when_several_values_have_its_
     # A guess would replace a rule: both stay as said.
     assert "replaces earlier" not in summary
     assert "juniper-28.internal" in section(summary, "## Constraints & Preferences")
+
+
+def test_an_aside_that_binds_by_itself_keeps_the_sentence_a_preference() -> None:
+    summary = summarize(_said("If possible, write the tests with `orjson`."))
+    assert "write the tests with `orjson`" in section(summary, "## Constraints & Preferences")
+
+
+def test_a_rule_with_a_change_word_is_a_new_rule_not_an_update_by_form() -> None:
+    summary = summarize(
+        _said(
+            "Backups are stored under data/fjord_36/.",
+            "The kill switch lives at data/willow_37/. Leave it alone no matter what.",
+        )
+    )
+    assert "replaces earlier" not in summary

@@ -97,11 +97,12 @@ class _UserSaid:
                 score = supersedes(text, earlier)
                 if score and score >= floor and (best is None or score > best[0]):
                     best = (score, pool, index)
-        if best is None and kind in (ItemKind.RULE, ItemKind.FACT) and says_change(text):
+        if best is None and kind is ItemKind.FACT and says_change(text):
             # "Turns out the CI machine is b.internal" after "The build server lives at
             # a.internal": no subject word in common. When exactly one earlier item holds
             # a value of the new one's form, that is the one it changes; with several, it
-            # would be a guess, and none is replaced.
+            # would be a guess, and none is replaced. Only for a plain statement: a rule
+            # with a change word in it ("leave it alone no matter what") is a new rule.
             candidates = [
                 (pool, index)
                 for pool in (self.rules, self.facts)

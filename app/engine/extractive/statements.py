@@ -48,11 +48,10 @@ _LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
 
 
 def without_lead(text: str) -> str:
-    """`text` without its lead-ins ("Also:", "Before I forget -", "Separately, ") and a
-    short aside before it ("hey,", "Not related, but")."""
-    text = _LEAD_RE.sub("", text, count=1)
-    aside = split_aside(text)
-    return _LEAD_RE.sub("", aside[1], count=1) if aside is not None else text
+    """`text` without its lead-ins ("Also:", "Before I forget -", "Separately, ")."""
+    # Not without an aside: "User prefers terse answers, at most 5 sentences" opens with
+    # what it is about.
+    return _LEAD_RE.sub("", text, count=1)
 
 
 # Prohibitions win over every other reading: "I need you to never push" is a rule.
@@ -288,7 +287,10 @@ def classify(sentence: str) -> Act:
         # user leads in, the rest is what they say. It decides when it says more than a
         # fact ("Use tabs, not spaces" stays the rule its whole reads as).
         rest = classify(aside[1])
-        if rest in (Act.RULE, Act.PREFERENCE, Act.REQUEST):
+        # An aside that binds by itself ("If possible, write the tests with X") keeps
+        # the whole's reading.
+        binds = _PREFERENCE.search(aside[0]) or _prohibits(aside[0]) or _ALWAYS.search(aside[0])
+        if rest in (Act.RULE, Act.PREFERENCE, Act.REQUEST) and not binds:
             return rest
     label = _LABEL.match(text)
     if label and len(text[label.end() :].split()) >= 3:

@@ -112,8 +112,8 @@ def says_change(text: str) -> bool:
 
 def _fine_shape(value: str) -> str | None:
     """A value's form, finer than `_shape`: "host .internal", "A-9" for a code, "a:9.9-a"
-    for an image tag. None for plain numbers, too common to tell one thing by."""
-    if re.fullmatch(r"[\d.,]+", value):
+    for an image tag. None for plain numbers and words, too common to tell one thing by."""
+    if re.fullmatch(r"[\d.,]+", value) or value.isalpha():
         return None
     if _shape(value) == "host":
         return "host " + value.rsplit(".", 1)[-1]
