@@ -15,7 +15,9 @@ need a …", "I find … easiest", "ignore what I said about …" updates), so i
 material too. HELD_OUT_2 was written after those fixes and run once for the report (its
 phrasings, subjects, update wordings, message wraps, filler, tool-output noise and seeds
 differ from all three); its failures were read and fixed afterwards, so it is development
-material now as well, and the next change needs a new held-out set.
+material now as well. HELD_OUT_3 and HELD_OUT_3_FINAL (issue 24) were written without
+reading the summarizer's cue lists and run before any fix; HELD_OUT_3's failures were then
+read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
