@@ -15,7 +15,9 @@ need a …", "I find … easiest", "ignore what I said about …" updates), so i
 material too. HELD_OUT_2 was written after those fixes and run once for the report (its
 phrasings, subjects, update wordings, message wraps, filler, tool-output noise and seeds
 differ from all three); its failures were read and fixed afterwards, so it is development
-material now as well, and the next change needs a new held-out set.
+material now as well. HELD_OUT_3 and HELD_OUT_3_FINAL (issue 24) were written without
+reading the summarizer's cue lists and run before any fix; HELD_OUT_3's failures were then
+read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
@@ -803,16 +805,484 @@ HELD_OUT_2_UPDATES = (
     "Update on {subject}: {new}, not {old}.",
     "My mistake earlier - {subject} should be {new}.",
 )
+# Written for issue 24 without reading the summarizer's cue lists, from phrasings real users
+# write. HELD_OUT_3 was run once before any fix (the honest figure in the README) and its
+# failures were read for the general fixes after it; HELD_OUT_3_FINAL was written at the same
+# time, run before and after, and never read: it is the check that the fixes are not
+# tuned to HELD_OUT_3's words.
+HELD_OUT_3: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "lead-in",
+            "Whatever you do, don't restart {host} during business hours.",
+            "{host}",
+            "restart",
+            subject="the machine that must stay up during the day",
+            slot="host",
+        ),
+        _t(
+            "prohibition",
+            "Under no circumstances should the password {code} appear in a commit.",
+            "{code}",
+            "commit",
+        ),
+        _t(
+            "colloquial",
+            "Keep your hands off `{path}` - that's customer data.",
+            "{path}",
+            "hands off",
+        ),
+        _t(
+            "declarative",
+            "It is forbidden to disable TLS verification for {domain}.",
+            "{domain}",
+            "tls",
+        ),
+        _t(
+            "polite",
+            "Please make sure nothing ever gets written to the `{env}` bucket.",
+            "{env}",
+            "written",
+            subject="the write-protected bucket",
+            slot="env",
+        ),
+        _t(
+            "third person",
+            "Legal asked us not to log email addresses of {domain} users.",
+            "{domain}",
+            "email addresses",
+        ),
+        _t(
+            "declarative",
+            "The `{ident}` table is read-only for you; no UPDATE or DELETE statements.",
+            "{ident}",
+            "read-only",
+        ),
+        _t(
+            "imperative",
+            "Don't ever share {code} with anyone, it's the root recovery key.",
+            "{code}",
+            "share",
+        ),
+        _t(
+            "split value",
+            "Rule of thumb here: no deploys to {env} after {time}.",
+            "{env}",
+            "{time}",
+            subject="the cutoff for deploys",
+            slot="time",
+        ),
+        _t("imperative", "Avoid running `rm -rf` anywhere near `{path}`.", "{path}", "rm -rf"),
+    ),
+    "constraint": (
+        _t(
+            "requirement",
+            "The whole thing needs to fit in {n} MB of RAM.",
+            "{n} mb",
+            "ram",
+            subject="the memory budget",
+            slot="n",
+        ),
+        _t(
+            "declarative",
+            "We're stuck on {lib} {ver}, upgrading isn't an option.",
+            "{lib} {ver}",
+            "upgrad",
+        ),
+        _t(
+            "limit",
+            "Requests to {domain} are rate limited to {n} per minute, so batch them.",
+            "{domain}",
+            "{n} per minute",
+            subject="how many calls a minute the remote API accepts",
+            slot="n",
+        ),
+        _t("limit", "Total run time must stay below {n} minutes on CI.", "{n} minutes", "ci"),
+        _t(
+            "split value",
+            "All amounts are in {currency}. Never mix currencies.",
+            "{currency}",
+            "amounts",
+            subject="the money unit",
+            slot="currency",
+        ),
+        _t("prohibition", "No GPL code can go into `{module}`.", "{module}", "gpl"),
+        _t(
+            "fragment",
+            "Target is the {image} container image, nothing newer.",
+            "{image}",
+            "image",
+            subject="the base container",
+            slot="image",
+        ),
+        _t("declarative", "It has to run offline - {host} has no internet.", "{host}", "offline"),
+        _t(
+            "third person",
+            "The DBA says max {n} concurrent connections to the database.",
+            "{n} concurrent",
+            "connections",
+        ),
+        _t(
+            "imperative",
+            "Keep the public API of `{module}` backwards compatible.",
+            "{module}",
+            "backwards compatible",
+        ),
+    ),
+    "fact": (
+        _t(
+            "declarative",
+            "The build server lives at {host}.",
+            "{host}",
+            "build server",
+            subject="the CI machine",
+            slot="host",
+        ),
+        _t(
+            "declarative",
+            "{name} owns the payments service, ask them about anything there.",
+            "{name}",
+            "payments",
+            subject="whoever is responsible for billing code",
+            slot="name",
+        ),
+        _t(
+            "declarative",
+            "Our feature flags live in `{path}`.",
+            "{path}",
+            "feature flags",
+            subject="where toggles are stored",
+            slot="path",
+        ),
+        _t(
+            "declarative",
+            "The release branch for this sprint is `{env}`.",
+            "{env}",
+            "release branch",
+            subject="the branch we ship from",
+            slot="env",
+        ),
+        _t(
+            "aside",
+            "FYI the Redis instance listens on {port}.",
+            "{port}",
+            "redis",
+            subject="the cache's port",
+            slot="port",
+        ),
+        _t(
+            "number",
+            "We have {n} customers on the legacy plan.",
+            "{n} customers",
+            "legacy",
+            subject="the count of old-plan accounts",
+            slot="n",
+        ),
+        _t(
+            "declarative",
+            "The deploy token is stored as {code} in the vault.",
+            "{code}",
+            "deploy token",
+        ),
+        _t(
+            "declarative",
+            "The vendor's sandbox is {domain}.",
+            "{domain}",
+            "sandbox",
+            subject="the supplier's test environment",
+            slot="domain",
+        ),
+        _t(
+            "schedule",
+            "Standup is at {time} every day.",
+            "{time}",
+            "standup",
+            subject="the daily meeting",
+            slot="time",
+        ),
+        _t(
+            "history",
+            "The old importer was written by {name} and nobody has touched it since.",
+            "{name}",
+            "importer",
+        ),
+    ),
+    "goal": (
+        _t(
+            "want",
+            "I want the `{module}` parser to handle empty files without crashing.",
+            "{module}",
+            "empty files",
+        ),
+        _t(
+            "next up",
+            "Next up: rename `{ident}` to something readable across the codebase.",
+            "{ident}",
+            "rename",
+        ),
+        _t(
+            "framed",
+            "The task is to get `{module}` under {n} ms per request.",
+            "{module}",
+            "{n} ms",
+        ),
+        _t(
+            "question",
+            "Can you wire `{ident}` into the admin dashboard?",
+            "{ident}",
+            "admin dashboard",
+        ),
+        _t(
+            "need",
+            "We need to migrate `{module}` off the deprecated client.",
+            "{module}",
+            "migrate",
+        ),
+        _t(
+            "framed",
+            "Your job now is writing integration tests for `{ident}`.",
+            "{ident}",
+            "integration tests",
+        ),
+        _t(
+            "polite",
+            "Please get rid of the flaky retry logic in `{module}`.",
+            "{module}",
+            "retry logic",
+        ),
+        _t("framed", "Goal for today: ship the `{ident}` webhook.", "{ident}", "webhook"),
+        _t(
+            "let's",
+            "Let's make `{module}` return proper 404s instead of 500s.",
+            "{module}",
+            "404",
+        ),
+        _t("suggestion", "How about you add caching to `{ident}` lookups?", "{ident}", "caching"),
+    ),
+    "preference": (
+        _t("rather", "I'd rather you used `{lib}` than rolling our own.", "{lib}", "rather"),
+        _t(
+            "polite",
+            "Please keep functions under {n} lines.",
+            "{n} lines",
+            "functions",
+            subject="the function length limit",
+            slot="n",
+        ),
+        _t("contrast", "Use tabs, not spaces, in `{module}`.", "{module}", "tabs"),
+        _t(
+            "third person",
+            "The user prefers amounts shown in {currency} with two decimals.",
+            "{currency}",
+            "two decimals",
+            subject="the display currency",
+            slot="currency",
+        ),
+        _t(
+            "first person",
+            "My preference is short commit messages prefixed with `{prefix}`.",
+            "{prefix}",
+            "commit messages",
+            subject="the commit message prefix",
+            slot="prefix",
+        ),
+        _t(
+            "third person",
+            "{name} hates long docstrings, keep them to one line.",
+            "{name}",
+            "docstrings",
+        ),
+        _t("first person", "Personally I like `{lib}` for fixtures.", "{lib}", "fixtures"),
+        _t(
+            "hedged",
+            "If possible, name branches after the ticket, like `{prefix}-fix`.",
+            "{prefix}-fix",
+            "branches",
+        ),
+        _t(
+            "imperative",
+            "Prefer early returns over nested ifs in `{module}`.",
+            "{module}",
+            "early returns",
+        ),
+        _t(
+            "contrast",
+            "Go with plain asserts rather than `{lib}` matchers.",
+            "{lib}",
+            "plain asserts",
+        ),
+    ),
+}
+HELD_OUT_3_UPDATES = (
+    "Actually, {subject} is {new} now, forget {old}.",
+    "Quick correction regarding {subject}: it's {new}.",
+    "{subject_cap} has changed, it's {new} going forward.",
+    "Turns out {subject} is {new}, not what I told you.",
+)
+HELD_OUT_3_FINAL: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t("emphatic", "Never, ever touch the `{env}` cluster's DNS records.", "{env}", "dns"),
+        _t(
+            "imperative",
+            "Don't push anything to `{ident}` without a review.",
+            "{ident}",
+            "review",
+            subject="the branch that needs a reviewer",
+            slot="ident",
+        ),
+        _t(
+            "declarative",
+            "You are not allowed to call the {domain} production API.",
+            "{domain}",
+            "not allowed",
+        ),
+        _t(
+            "policy",
+            "Security policy: secrets like {code} stay out of the chat.",
+            "{code}",
+            "secrets",
+        ),
+        _t(
+            "split value",
+            "Be careful: `{path}` holds the only backup. Do not modify it.",
+            "{path}",
+            "backup",
+        ),
+        _t("declarative", "Nobody gets sudo on {host}, including you.", "{host}", "sudo"),
+    ),
+    "constraint": (
+        _t(
+            "split value",
+            "Memory ceiling is {n} GB. Going over kills the pod.",
+            "{n} gb",
+            "memory",
+            subject="the pod's RAM ceiling",
+            slot="n",
+        ),
+        _t(
+            "requirement",
+            "It must build with Python {ver} and nothing else.",
+            "python {ver}",
+            "build",
+        ),
+        _t(
+            "fragment",
+            "Only dependencies already in the lockfile, plus `{lib}` if really needed.",
+            "{lib}",
+            "lockfile",
+        ),
+        _t(
+            "limit",
+            "Responses from the API must come back within {n} ms.",
+            "{n} ms",
+            "responses",
+            subject="the latency limit",
+            slot="n",
+        ),
+        _t("time", "Dates go out in {zone} no matter where the user is.", "{zone}", "dates"),
+        _t("limit", "The bundle can't exceed {n} KB gzipped.", "{n} kb", "bundle"),
+    ),
+    "fact": (
+        _t(
+            "declarative",
+            "Prod logs are shipped to {host}.",
+            "{host}",
+            "logs",
+            subject="where production logging ends up",
+            slot="host",
+        ),
+        _t(
+            "declarative",
+            "Ticket numbers start with {prefix}.",
+            "{prefix}",
+            "ticket",
+            subject="the issue tracker's prefix",
+            slot="prefix",
+        ),
+        _t(
+            "declarative",
+            "{name} is the product manager for this.",
+            "{name}",
+            "product manager",
+            subject="our PM",
+            slot="name",
+        ),
+        _t(
+            "declarative",
+            "The API gateway runs on port {port}.",
+            "{port}",
+            "gateway",
+            subject="the gateway's port",
+            slot="port",
+        ),
+        _t("number", "There are {n} microservices in the mesh right now.", "{n} microservices"),
+        _t(
+            "declarative",
+            "Our bucket for uploads is `{env}`.",
+            "{env}",
+            "uploads",
+            subject="where user files go",
+            slot="env",
+        ),
+    ),
+    "goal": (
+        _t("need", "I need you to add rate limiting to `{module}`.", "{module}", "rate limiting"),
+        _t("question", "Could you make the `{ident}` export resumable?", "{ident}", "resumable"),
+        _t("framed", "Time to fix the timezone bug in `{module}`.", "{module}", "timezone bug"),
+        _t(
+            "framed",
+            "Main thing today is cutting `{ident}` startup time in half.",
+            "{ident}",
+            "startup time",
+        ),
+        _t("let's", "Let's add OpenTelemetry tracing to `{module}`.", "{module}", "tracing"),
+        _t("framed", "Your next task: document the `{ident}` endpoints.", "{ident}", "document"),
+    ),
+    "preference": (
+        _t("first person", "I'd prefer `{lib}` over requests for new code.", "{lib}", "prefer"),
+        _t(
+            "limit",
+            "Keep PR descriptions short, {n} bullet points max.",
+            "{n} bullet",
+            "pr descriptions",
+            subject="the bullet limit for pull requests",
+            slot="n",
+        ),
+        _t(
+            "third person",
+            "The user wants variable names in full words, no abbreviations like `{prefix}`.",
+            "{prefix}",
+            "abbreviations",
+        ),
+        _t("third person", "{name} prefers squash merges.", "{name}", "squash"),
+        _t("polite", "Please stick to f-strings in `{module}`.", "{module}", "f-strings"),
+        _t(
+            "hedged",
+            "It'd be great to have a docstring example for each public function in `{module}`.",
+            "{module}",
+            "docstring example",
+        ),
+    ),
+}
+HELD_OUT_3_FINAL_UPDATES = (
+    "Oops, {subject} is actually {new}.",
+    "New info on {subject}: {new}.",
+    "{subject_cap}? That's {new} since this morning.",
+)
 DEV_SEEDS = tuple(range(8))
 DEV_B_SEEDS = tuple(range(100, 112))
 HELD_OUT_SEEDS = tuple(range(300, 312))
 HELD_OUT_2_SEEDS = tuple(range(500, 512))
+HELD_OUT_3_SEEDS = tuple(range(700, 712))
+HELD_OUT_3_FINAL_SEEDS = tuple(range(900, 912))
 # name → (templates, update wordings, seeds, offset of the random streams)
 SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
     "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
     "dev-b": (DEV_B, DEV_B_UPDATES, DEV_B_SEEDS, 1),
     "held-out": (HELD_OUT, HELD_OUT_UPDATES, HELD_OUT_SEEDS, 2),
     "held-out-2": (HELD_OUT_2, HELD_OUT_2_UPDATES, HELD_OUT_2_SEEDS, 3),
+    "held-out-3": (HELD_OUT_3, HELD_OUT_3_UPDATES, HELD_OUT_3_SEEDS, 4),
+    "held-out-3-final": (HELD_OUT_3_FINAL, HELD_OUT_3_FINAL_UPDATES, HELD_OUT_3_FINAL_SEEDS, 5),
 }
 
 
@@ -944,6 +1414,52 @@ _HELD_OUT_2_NOISE_LINES = (
 )
 
 
+_HELD_OUT_3_FILLER = ("ok cool", "makes sense", "go on then", "yes", "sounds right", "keep at it")
+_HELD_OUT_3_WRAPS = (
+    "{c}",
+    "Also - {c}",
+    "ah one thing I forgot to mention: {c}",
+    "{c} Ok, back to it.",
+    "This is what CI printed:\n```\n{log}\n```\nNot related, but {c}",
+    "Reviewed your diff, fine. {c}",
+    "hey, {c}",
+)
+_HELD_OUT_3_CHATTER = (
+    "Reading the module.",
+    "Got it, working on it.",
+    "Let me run that again.",
+    "Checking the imports.",
+    "Done with that part, moving to the next.",
+    "I'll look at the failing test.",
+)
+_HELD_OUT_3_NOISE_LINES = (
+    "# WARNING: never hand-edit {noise}, regenerate it with make gen",
+    "Under no circumstances call {noise} from a signal handler.",
+    "You need to set {noise} before running the tests.",
+    "We recommend {noise} for production deployments.",
+    "Maximum {noise} connections reached, refusing new clients",
+    "The task is to flush {noise} every 5 seconds.",
+    "I want to use {noise} here # TODO remove",
+    "Please keep {noise} sorted alphabetically.",
+)
+_HELD_OUT_3_FINAL_FILLER = ("sure thing", "ack", "nice work", "proceed", "👌", "great")
+_HELD_OUT_3_FINAL_WRAPS = (
+    "{c}",
+    "Just so you know, {c}",
+    "{c} Thanks.",
+    "Logs from my run:\n```\n{log}\n```\nAnyway. {c}",
+    "Small thing: {c}",
+)
+_HELD_OUT_3_FINAL_NOISE_LINES = (
+    "NOTE: do not remove {noise}, other modules import it",
+    "Whatever you do, keep {noise} in sync with the schema.",
+    "Only {noise} is supported on Windows.",
+    "Let's see what {noise} returns",
+    "We need to refactor {noise} eventually.",
+    "Prefer {noise} to manual locking.",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Surroundings:
     """What a session says around its canaries: filler, wraps, chatter, tool-output noise."""
@@ -960,6 +1476,15 @@ HELD_OUT_SURROUNDINGS = Surroundings(
 )
 HELD_OUT_2_SURROUNDINGS = Surroundings(
     _HELD_OUT_2_FILLER, _HELD_OUT_2_WRAPS, _HELD_OUT_2_CHATTER, _HELD_OUT_2_NOISE_LINES
+)
+HELD_OUT_3_SURROUNDINGS = Surroundings(
+    _HELD_OUT_3_FILLER, _HELD_OUT_3_WRAPS, _HELD_OUT_3_CHATTER, _HELD_OUT_3_NOISE_LINES
+)
+HELD_OUT_3_FINAL_SURROUNDINGS = Surroundings(
+    _HELD_OUT_3_FINAL_FILLER,
+    _HELD_OUT_3_FINAL_WRAPS,
+    _HELD_OUT_2_CHATTER,
+    _HELD_OUT_3_FINAL_NOISE_LINES,
 )
 
 
@@ -1113,9 +1638,12 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
     offset = SETS[canary_set][3]
     rng = random.Random(seed * 104729 + 17 * offset + len(shape))
     canaries = make_canaries(seed, canary_set)
-    surround = {"held-out": HELD_OUT_SURROUNDINGS, "held-out-2": HELD_OUT_2_SURROUNDINGS}.get(
-        canary_set, DEV_SURROUNDINGS
-    )
+    surround = {
+        "held-out": HELD_OUT_SURROUNDINGS,
+        "held-out-2": HELD_OUT_2_SURROUNDINGS,
+        "held-out-3": HELD_OUT_3_SURROUNDINGS,
+        "held-out-3-final": HELD_OUT_3_FINAL_SURROUNDINGS,
+    }.get(canary_set, DEV_SURROUNDINGS)
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]
     rng.shuffle(others)

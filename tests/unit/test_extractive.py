@@ -524,3 +524,103 @@ def test_an_update_in_other_words_replaces_the_value_and_a_reread_stays_replaced
     again = summarize([first[2], assistant("ok")], previous=summary)
     lines = [line for line in again.splitlines() if "Ada Quint" in line]
     assert lines and all("replaces earlier" in line for line in lines)
+
+
+def _said(*texts: str) -> list[Message]:
+    """A session opening with a task, then each text as a user turn the agent answers."""
+    messages = [user("Fix the export job."), assistant("On it.")]
+    for text in texts:
+        messages += [user(text), assistant("Noted.")]
+    return messages
+
+
+def test_an_aside_before_a_sentence_does_not_decide_what_it_is() -> None:
+    summary = summarize(
+        _said(
+            "hey, we need to migrate `garnet_5` off the deprecated client.",
+            "Not related, but no GPL code can go into `indigo_7`.",
+            "ah one thing I forgot to mention: prefer early returns in `willow_9`.",
+        )
+    )
+    goal = section(summary, "## Goal")
+    constraints = section(summary, "## Constraints & Preferences")
+    assert "migrate `garnet_5`" in goal and "garnet_5" not in constraints
+    assert "no GPL code can go into `indigo_7`" in constraints
+    assert "early returns in `willow_9`" in constraints
+
+
+def test_a_bare_filler_turn_is_neither_a_goal_nor_a_rule() -> None:
+    summary = summarize(_said("keep at it", "go on then"))
+    assert "keep at it" not in section(summary, "## Constraints & Preferences")
+    assert "go on then" not in section(summary, "## Goal")
+
+
+def test_constraints_said_as_what_is_ruled_out_or_pinned_are_constraints() -> None:
+    said = (
+        "We're stuck on tenacity 3.10, upgrading isn't an option.",
+        "Target is the python:3.10-raven container image, nothing newer.",
+        "It has to run offline - indigo-16.internal has no internet.",
+        "Legal asked us not to log email addresses of mesa7.example users.",
+    )
+    constraints = section(summarize(_said(*said)), "## Constraints & Preferences")
+    for text in said:
+        assert text in constraints
+
+
+def test_a_question_proposing_work_is_a_request() -> None:
+    summary = summarize(_said("How about you add caching to `juniper_marlin` lookups?"))
+    assert "caching to `juniper_marlin`" in section(summary, "## Goal")
+
+
+def test_an_aside_or_a_shared_word_is_no_update() -> None:
+    summary = summarize(
+        _said(
+            "Total run time must stay below 18 hours on CI.",
+            "Not related, but we have 3 customers on the legacy plan.",
+            "Keep the public API of `cinder_5` backwards compatible.",
+            "hey, Quick correction regarding how many calls a minute the API accepts: it's 51.",
+        )
+    )
+    assert "replaces earlier" not in summary
+    assert "18 hours on CI" in section(summary, "## Constraints & Preferences")
+    assert "backwards compatible" in section(summary, "## Constraints & Preferences")
+
+
+def test_an_update_naming_its_subject_in_other_words_replaces_the_one_value_of_its_form() -> None:
+    summary = summarize(
+        _said(
+            "The build server lives at pylon-31.internal.",
+            "Turns out the CI machine is saffron-20.internal, not what I told you.",
+        )
+    )
+    lines = [line for line in summary.splitlines() if "pylon-31.internal" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+    assert "saffron-20.internal" in section(summary, "## Critical Context")
+
+
+def test_an_update_in_other_words_replaces_nothing_when_several_values_have_its_form() -> None:
+    summary = summarize(
+        _said(
+            "The build server lives at pylon-31.internal.",
+            "Don't restart juniper-28.internal during business hours.",
+            "Turns out the CI machine is saffron-20.internal, not what I told you.",
+        )
+    )
+    # A guess would replace a rule: both stay as said.
+    assert "replaces earlier" not in summary
+    assert "juniper-28.internal" in section(summary, "## Constraints & Preferences")
+
+
+def test_an_aside_that_binds_by_itself_keeps_the_sentence_a_preference() -> None:
+    summary = summarize(_said("If possible, write the tests with `orjson`."))
+    assert "write the tests with `orjson`" in section(summary, "## Constraints & Preferences")
+
+
+def test_a_rule_with_a_change_word_is_a_new_rule_not_an_update_by_form() -> None:
+    summary = summarize(
+        _said(
+            "Backups are stored under data/fjord_36/.",
+            "The kill switch lives at data/willow_37/. Leave it alone no matter what.",
+        )
+    )
+    assert "replaces earlier" not in summary

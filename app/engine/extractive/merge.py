@@ -27,6 +27,8 @@ from app.engine.extractive.updates import (
     NAMES_OLD_VALUE,
     main_text,
     replaced_text,
+    same_form_values,
+    says_change,
     supersedes,
     with_replaced,
 )
@@ -95,6 +97,20 @@ class _UserSaid:
                 score = supersedes(text, earlier)
                 if score and score >= floor and (best is None or score > best[0]):
                     best = (score, pool, index)
+        if best is None and kind is ItemKind.FACT and says_change(text):
+            # "Turns out the CI machine is b.internal" after "The build server lives at
+            # a.internal": no subject word in common. When exactly one earlier item holds
+            # a value of the new one's form, that is the one it changes; with several, it
+            # would be a guess, and none is replaced. Only for a plain statement: a rule
+            # with a change word in it ("leave it alone no matter what") is a new rule.
+            candidates = [
+                (pool, index)
+                for pool in (self.rules, self.facts)
+                for index, earlier in enumerate(pool)
+                if self.said_in.get(earlier, -1) < message and same_form_values(text, earlier)
+            ]
+            if len(candidates) == 1:
+                best = (0.5, *candidates[0])
         if best is not None:
             _score, pool, index = best
             earlier = pool[index]

@@ -49,6 +49,8 @@ _LEAD_RE = re.compile(_LEAD, re.IGNORECASE)
 
 def without_lead(text: str) -> str:
     """`text` without its lead-ins ("Also:", "Before I forget -", "Separately, ")."""
+    # Not without an aside: "User prefers terse answers, at most 5 sentences" opens with
+    # what it is about.
     return _LEAD_RE.sub("", text, count=1)
 
 
@@ -59,7 +61,12 @@ _PROHIBITION = re.compile(
     r"can\s+not|may\s+not|not\s+(?:allowed|permitted|supposed|to\s+be)|under\s+no\s+circumstances|"
     r"in\s+no\s+case|no\s+one|nobody|forbid(?:s|den)?|prohibit(?:s|ed)?|disallow(?:s|ed)?|"
     r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+)?"
-    r"(?:approval|permission|asking|consent|sign-?off))\b",
+    r"(?:approval|permission|asking|consent|sign-?off)|"
+    # Said of what is ruled out rather than to whom: "upgrading isn't an option", "a
+    # rewrite is off the table"; and reported: "Legal asked us not to log emails".
+    r"(?:not|isn['’]t|aren['’]t)\s+(?:an?\s+)?option|not\s+negotiable|non-negotiable|"
+    r"out\s+of\s+the\s+question|off\s+the\s+table|off[\s-]limits|"
+    r"(?:ask(?:ed|s)?|told|tells?|instructed|reminded|wants?|said)\s+(?:\w+\s+){0,2}not\s+to)\b",
     re.IGNORECASE,
 )
 # "Cannot" forbids when it is said of the agent ("you cannot use vim", "Cannot use any VM
@@ -95,7 +102,10 @@ _OBLIGATION = re.compile(
     r"limit(?:s|ed)?|cap(?:ped)?|budget|within\s+(?:\d|\$|the\s+(?:budget|limit))|up\s+to|"
     r"strictly|whatever\s+happens|"
     r"at\s+all\s+times|make\s+sure|be\s+sure|ensure|insists?|stick\s+(?:to|with)|keep|stay|"
-    r"allowed|permitted|compatib(?:le|ility)|unchanged|read-only|exactly)\b",
+    r"allowed|permitted|compatib(?:le|ility)|unchanged|read-only|exactly|"
+    # A pin or a bound said as a fragment: "stuck on attrs 3.10", "nothing newer".
+    r"stuck\s+(?:on|with)|pinned\s+(?:to|at|on)|locked\s+(?:to|at|on)|frozen\s+at|"
+    r"nothing\s+(?:newer|older|else|more|less|higher|lower|bigger|larger|later|earlier|beyond))\b",
     re.IGNORECASE,
 )
 # A short label before a colon: "Requirement:", "Next task:", "Round 5:", "FYI:".
@@ -145,6 +155,8 @@ _NOT_A_RULE_SUBJECT = re.compile(
     r"everything works|the (?:bug|issue|error|problem|test|output|result)s?)\s*$",
     re.IGNORECASE,
 )
+_PRONOUN_SUBJECT = re.compile(r"it|this|that|everything", re.IGNORECASE)
+_BE_NEXT = re.compile(r"\s+(?:not\s+)?(?:be|been|have\s+been)\b", re.IGNORECASE)
 # "Should" is also how bug reports say what they expect ("the attribute should be
 # optional"); it makes a rule only when addressed to the agent or stated as a norm.
 _SHOULD_SUBJECT = re.compile(
@@ -191,8 +203,8 @@ _REQUEST_FRAME = re.compile(
     r"what\s+(?:i|we)\s+(?:need|want)\s+is|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
     re.IGNORECASE,
 )
-_WORK_VERB = re.compile(
-    _LEAD + _PLEASE + r"(?:add|build|create|implement|fix|write|make|port|refactor|migrate|"
+_WORK_VERBS = (
+    r"(?:add|build|create|implement|fix|write|make|port|refactor|migrate|"
     r"investigate|find|debug|update|change|remove|delete|set\s+up|setup|deploy|run|test|look|"
     r"check|explain|help|finish|solve|work|start|document|rename|move|clean|improve|optimi[sz]e|"
     r"speed|support|handle|extract|split|merge|convert|replace|review|analy[sz]e|read|open|"
@@ -200,9 +212,16 @@ _WORK_VERB = re.compile(
     r"show|list|tell|summari[sz]e|compare|benchmark|profile|measure|verify|reproduce|commit|"
     r"push|release|publish|send|call|get|give|put|ship|wire|hook|connect|enable|disable|"
     r"expose|drop|revert|restore|bump|pin|lint|format|scaffold|sketch|plan|describe|identify|"
-    r"determine|figure|trace|inspect|explore|study|learn|understand|websearch|google)\b",
-    re.IGNORECASE,
+    r"determine|figure|trace|inspect|explore|study|learn|understand|websearch|google)\b"
 )
+_WORK_VERB = re.compile(_LEAD + _PLEASE + _WORK_VERBS, re.IGNORECASE)
+# A question proposing work to the agent ("How about you add caching?", "Could we maybe
+# wire it in?"): whatever the question word, the agent or "we" does the work.
+_PROPOSES_WORK = re.compile(r"\b(?:you|we)\s+(?:\w+\s+)?" + _WORK_VERBS, re.IGNORECASE)
+# A short aside before the statement proper: "hey,", "Not related, but", "ah one thing I
+# forgot to mention:", "Whatever you do,". Up to eight words without a value, then a
+# comma, colon, semicolon or dash; what follows is read on its own.
+_ASIDE = re.compile(r"^\s*((?:[^\s,:;—–]+\s+){0,7}[^\s,:;—–]+?)\s*(?:[,:;—–]|\s-)\s*(?=\S)")
 _CHATTER = re.compile(
     r"^(?:(?:ok(?:ay)?|k|sure|yes|yep|yeah|no|nope|thanks?(?:\s+you)?(?:\s+(?:so\s+much|a\s+lot))?|"
     r"thx|ty|great|nice|cool|good|perfect|awesome|excellent|fine|alright|right|got\s+it|"
@@ -247,9 +266,32 @@ def values_in(text: str) -> tuple[str, ...]:
     return tuple(match.group(0).strip('`"') for match in _VALUE.finditer(text))
 
 
+def split_aside(text: str) -> tuple[str, str] | None:
+    """(aside, the rest) when `text` opens with a short aside (`_ASIDE`) and at least three
+    words follow it."""
+    found = _ASIDE.match(text)
+    if found is None or values_in(found.group(1)):
+        return None
+    rest = text[found.end() :]
+    if len(rest.split()) < 3:
+        return None
+    return found.group(1), rest
+
+
 def classify(sentence: str) -> Act:
     """What one sentence of user text does."""
     text = sentence.strip()
+    aside = split_aside(text)
+    if aside is not None:
+        # "Not related, but we need to migrate X", "hey, use tabs": the aside is how the
+        # user leads in, the rest is what they say. It decides when it says more than a
+        # fact ("Use tabs, not spaces" stays the rule its whole reads as).
+        rest = classify(aside[1])
+        # An aside that binds by itself ("If possible, write the tests with X") keeps
+        # the whole's reading.
+        binds = _PREFERENCE.search(aside[0]) or _prohibits(aside[0]) or _ALWAYS.search(aside[0])
+        if rest in (Act.RULE, Act.PREFERENCE, Act.REQUEST) and not binds:
+            return rest
     label = _LABEL.match(text)
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
@@ -262,7 +304,9 @@ def classify(sentence: str) -> Act:
     has_value = bool(values_in(text))
     cjk = len(_CJK_CHAR.findall(text))
     short = len(words) <= 2 and not has_value and len(text) < 40 and cjk < 4
-    if _CHATTER.match(text) or short:
+    # "keep at it", "go on then": a verb with no object or value says nothing to keep.
+    bare = len(words) <= 5 and not has_value and len(_content(text)) <= 1 and cjk < 4
+    if _CHATTER.match(text) or short or bare:
         return Act.CHATTER
     if _prohibits(text) or _NO_START.match(text) or _ALWAYS.search(text):
         return Act.RULE
@@ -288,7 +332,7 @@ def classify(sentence: str) -> Act:
         return Act.REQUEST
     if _is_obligation(text) or _UNIVERSAL.match(text):
         return Act.RULE
-    if text.endswith("?") and _QUESTION_TO_AGENT.match(text):
+    if text.endswith("?") and (_QUESTION_TO_AGENT.match(text) or _PROPOSES_WORK.search(text)):
         return Act.REQUEST
     if has_value or len(_content(text)) >= 5 or cjk >= 4:
         return Act.FACT
@@ -330,6 +374,10 @@ def _is_obligation(text: str) -> bool:
             return True
         if modal.group(0).casefold() == "should":
             return _SHOULD_SUBJECT.match(subject) is not None
+        if _PRONOUN_SUBJECT.fullmatch(subject) and not _BE_NEXT.match(text[modal.end() :]):
+            # "It has to run offline", "This needs to fit in 512 MB": the thing being built
+            # must do something. "It must be a race" guesses; it binds nothing.
+            return True
         return _NOT_A_RULE_SUBJECT.search(subject) is None
     return True
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
-from app.engine.extractive.statements import content_words, values_in, without_lead
+from app.engine.extractive.statements import content_words, split_aside, values_in, without_lead
 
 REPLACES = " (replaces earlier: "
 # The score of an update that names the value it replaces: above any other match.
@@ -28,7 +28,8 @@ _UPDATE_CUE = re.compile(
     r"is\s+(?:going|set)\s+to\s+be|not\s+\S+\s+but|raised?|lowered?|increased?|reduced?|"
     r"bumped?|extended?|shortened?|override|overrid(?:e|den)|disregard|"
     r"(?:ignore|forget)\s+what\s+i\s+(?:said|wrote|told\s+you)|following\s+up\s+on|"
-    r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on)\b",
+    r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on|"
+    r"turns?\s+out|turned\s+out|not\s+what\s+i\s+(?:said|wrote|told\s+you))\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -100,12 +101,40 @@ def _shape(value: str) -> str:
     return "word"
 
 
+def says_change(text: str) -> bool:
+    """Whether `text` says that something changed. A cue in the aside counts
+    ("Correction: …"), one only made by the aside and what follows does not ("Not
+    related, but …" is no "not X but Y")."""
+    aside = split_aside(text)
+    parts = aside if aside is not None else (text,)
+    return any(_UPDATE_CUE.search(part) for part in parts)
+
+
+def _fine_shape(value: str) -> str | None:
+    """A value's form, finer than `_shape`: "host .internal", "A-9" for a code, "a:9.9-a"
+    for an image tag. None for plain numbers and words, too common to tell one thing by."""
+    if re.fullmatch(r"[\d.,]+", value) or value.isalpha():
+        return None
+    if _shape(value) == "host":
+        return "host " + value.rsplit(".", 1)[-1]
+    return re.sub(r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d+", "9", value)))
+
+
+def same_form_values(new: str, old: str) -> bool:
+    """Whether `new` brings a value that `old` lacks of a form `old` has (for an update
+    that names its subject in words `old` does not use: the form is what is left)."""
+    new_values = set(values_in(new))
+    old_values = set(values_in(main_text(old)))
+    fresh = {_fine_shape(v) for v in new_values - old_values} - {None}
+    return bool(fresh & {_fine_shape(v) for v in old_values - new_values})
+
+
 def supersedes(new: str, old: str) -> float:
     """How surely statement `new` changes the value that earlier statement `old` states:
     0 when it does not, higher for a closer match."""
     # Every way to supersede needs a change word; checked first, it spares the value
     # reading of every (new, old) pair of a long session.
-    cue = _UPDATE_CUE.search(new) is not None
+    cue = says_change(new)
     if not cue:
         return 0.0
     old_main = main_text(old)
@@ -121,8 +150,11 @@ def supersedes(new: str, old: str) -> float:
     old_words = _subject_words(old_main)
     shared = new_words & old_words
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
-    if old_values & new_values and cue:
-        # It names the old value and gives a new one: "use 8081 instead of 8080".
+    fresh_shapes = {_shape(v) for v in fresh}
+    named = [v for v in old_values & new_values if not v.isalpha()]
+    if any(_shape(v) in fresh_shapes for v in named):
+        # It names the old value and gives a new one of its kind: "use 8081 instead of
+        # 8080". A word both mention ("the API", a capitalised "Quick") is no old value.
         return NAMES_OLD_VALUE + coverage
     # Otherwise it must drop an old value for a new one of the same shape ...
     if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
