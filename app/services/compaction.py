@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
+from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS, step_under
 from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
@@ -79,8 +80,12 @@ class CompactionService:
         marker: SummaryMarker | None = None,
         observer: CompactionObserver | None = None,
         tracer: Tracer | None = None,
+        clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS,
     ) -> None:
         self.estimation = estimation
+        # The strategies' clearing moves in cache-aware steps of this many tokens
+        # (app.engine.clearing); 0 clears by the per-request rule (COMPACTOR_CLEARING=exact).
+        self.clear_step_tokens = clear_step_tokens
         self.summarizer = summarizer
         self.default_thinking = default_thinking
         self.marker = marker or SummaryMarker()
@@ -176,9 +181,9 @@ class CompactionService:
 
     async def clear(self, job: CompactionJob) -> ClearedHistory:
         """Plans (and when it clears anything, applies and counts) tool-result clearing."""
-        return await _off_loop(
-            clear_history, self.estimation, job.history, job.counted, job.options.clear
-        )
+        step = step_under(self.clear_step_tokens, job.clearing_trigger)
+        settings = replace(job.options.clear, step_tokens=step)
+        return await _off_loop(clear_history, self.estimation, job.history, job.counted, settings)
 
     def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
         """The outcome that leaves the history as it is, and why."""
