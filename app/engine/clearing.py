@@ -18,12 +18,11 @@ newest uses stay verbatim. A step clearing S tokens re-writes the tail T after i
 11.5·T/S turns, so the step is sized like the tail (see DEFAULT_CLEAR_STEP_TOKENS).
 
 A step is never smaller than `clear_at_least` (each step must save what the caller asked
-for, the vendor's definition of it), and where clearing must bring the history under a
-trigger (the REST and session strategies, whose trigger defaults to the compaction
-threshold) never larger than a quarter of that trigger (`step_under`): the uses of an
-unfinished run stay verbatim, and with a larger step they alone could keep the history
-over it. The emulated native edit has no such bound: its trigger says when to clear, not
-what to reach.
+for, the vendor's definition of it). In the REST and session strategies, which must bring
+the history under the compaction threshold, it is never larger than a quarter of it
+(`step_under`, the share keep-recent takes): the uses of an unfinished run stay verbatim,
+and with a larger step they alone could keep the history over it. The emulated native
+edit has no such bound: its trigger says when to clear, not what to reach.
 """
 
 from __future__ import annotations
@@ -46,8 +45,8 @@ DEFAULT_KEEP_TOOL_USES = 3
 # session and re-write the tail once per 20,000 tokens of aged tool results instead of
 # on every turn (measured: bench/cost.py, README "Cost per task").
 DEFAULT_CLEAR_STEP_TOKENS = 20_000
-# The largest step below a trigger is this share of it (as keep-recent is of a threshold).
-STEP_SHARE_OF_TRIGGER = 4
+# The largest step of the strategies' clearing is this share of the compaction threshold.
+STEP_SHARE_OF_THRESHOLD = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +141,12 @@ def plan_clearing(
     return plan
 
 
-def step_under(step_tokens: int, trigger: int) -> int:
-    """The cache-aware step for clearing that must bring a history under `trigger`:
-    `step_tokens` (0: the per-request rule), at most a quarter of the trigger."""
+def step_under(step_tokens: int, threshold: int) -> int:
+    """The cache-aware step for clearing that must keep a history under `threshold`:
+    `step_tokens` (0: the per-request rule), at most a quarter of the threshold."""
     if step_tokens <= 0:
         return 0
-    return max(1, min(step_tokens, trigger // STEP_SHARE_OF_TRIGGER))
+    return max(1, min(step_tokens, threshold // STEP_SHARE_OF_THRESHOLD))
 
 
 def _last_step(

@@ -181,7 +181,7 @@ class CompactionService:
 
     async def clear(self, job: CompactionJob) -> ClearedHistory:
         """Plans (and when it clears anything, applies and counts) tool-result clearing."""
-        step = step_under(self.clear_step_tokens, job.clearing_trigger)
+        step = step_under(self.clear_step_tokens, job.counted.threshold)
         settings = replace(job.options.clear, step_tokens=step)
         return await _off_loop(clear_history, self.estimation, job.history, job.counted, settings)
 
