@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import anyio
 
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.strategy import StrategyName
 from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.errors import CompactorError, IneffectiveCompactionError, NothingToCompactError
@@ -42,7 +43,7 @@ from app.services.sessions.context import (
 )
 from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
 from app.services.sessions.records import new_compaction, preview_record
-from app.services.sessions.stall import stall_of, waits_for_new_entries
+from app.services.sessions.stall import base_of, stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
 from app.store.errors import DuplicateKeyError, StoreError
@@ -223,6 +224,8 @@ class SessionCompactor:
     ) -> CompactResult:
         session = view.context.session
         entry_count = session.entry_count
+        # The bases summarized (the last is the deepest cut tried), for the stall.
+        tried: list[str] = []
         try:
             result = await self._compact(
                 view.context,
@@ -233,13 +236,15 @@ class SessionCompactor:
                 force=False,
                 counted=view.counted,
                 dry_run=dry_run,
+                tried=tried,
             )
         except IneffectiveCompactionError as exc:
             result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
         if dry_run:
             return result
         if result.view.counted.should_compact:
-            stall = stall_of(result.view.context, result.view.counted, entry_count)
+            base = tried[-1] if tried else None
+            stall = stall_of(result.view.context, result.view.counted, entry_count, base)
             await _in_thread(self._set_stall, session, stall)
             return replace(result, ineffective=True, warning=stall.warning)
         if session.compaction_stall is not None:
@@ -333,12 +338,27 @@ class SessionCompactor:
         strategy: StrategyName | None = None,
         counted: CountedHistory | None = None,
         dry_run: bool = False,
+        tried: list[str] | None = None,
     ) -> CompactResult:
         """Compacts `context` (already counted as `counted` when given) and records it
         (with `dry_run`, only shows the record); the new context is built from the
-        outcome, not read and counted again."""
+        outcome, not read and counted again. The base of every summary planned is added
+        to `tried`; one the session's stall names is not summarized again."""
         session = context.session
         settings = session.settings
+        stall = session.compaction_stall
+
+        def skip(plan: CompactionPlan) -> str | None:
+            base = base_of(context, plan.cut_index)
+            if tried is not None:
+                tried.append(base)
+            if force or stall is None or stall.base != base:
+                return None
+            return (
+                "a summary of these same messages left the context over the threshold "
+                "before; waiting for new messages to move the cut"
+            )
+
         options = CompactOptions(
             force=force,
             trigger=trigger,
@@ -349,6 +369,10 @@ class SessionCompactor:
             pinned=settings.pinned,
             subject={"session_id": session.id},
             recall_session=session.id if self.marker.recall_hint else None,
+            # Automatic and overflow compactions cut deeper once rather than leave the
+            # context over the threshold (a manual one does what it was asked).
+            deepen=trigger != "manual",
+            skip_summary=skip,
         )
         history = context.history()
         if settings.keep_recent_tokens is None:
