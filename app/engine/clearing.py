@@ -21,8 +21,10 @@ A step is never smaller than `clear_at_least` (each step must save what the call
 for, the vendor's definition of it). In the REST and session strategies, which must bring
 the history under the compaction threshold, it is never larger than a quarter of it
 (`step_under`, the share keep-recent takes): the uses of an unfinished run stay verbatim,
-and with a larger step they alone could keep the history over it. The emulated native
-edit has no such bound: its trigger says when to clear, not what to reach.
+and with a larger step they alone could keep the history over it. A clearing trigger
+below the threshold says when clearing may start, not the step: the payback above does
+not depend on it. The emulated native edit has no such bound: its trigger says when to
+clear, not what to reach.
 """
 
 from __future__ import annotations
