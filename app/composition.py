@@ -66,6 +66,7 @@ from app.services.proxy.service import ProxyService
 from app.services.proxy.session_binding import SessionBinding, SessionStage
 from app.services.proxy.summary_cache import PrefixMemo, SummaryCache
 from app.services.proxy.transparent import TransparentCompactor, TransparentStage
+from app.services.sessions.prepare_ahead import SessionPrepareAhead
 from app.services.sessions.service import SessionService
 from app.services.sessions.transactions import SessionStore
 from app.services.stateless import StatelessHistory
@@ -460,6 +461,9 @@ async def open_proxy(state: AppState, stack: AsyncExitStack) -> None:
     # cancelled first, and a cancelled one writes nothing.
     background = await stack.enter_async_context(BackgroundSummaries())
     ahead = prepare_ahead(state, background)
+    compactor = state.sessions.compactor
+    compactor.ahead = session_prepare_ahead(state, background)
+    stack.callback(setattr, compactor, "ahead", None)
     client = await stack.enter_async_context(
         upstream_http_client(
             settings.upstream_timeout_seconds, settings.upstream_connect_timeout_seconds
@@ -508,6 +512,19 @@ def prepare_ahead(state: AppState, background: BackgroundSummaries) -> PrepareAh
         PrefixMemo(),
         observer=state.metrics,
         ledger=state.sessions.ledger if settings.cost_ledger else None,
+    )
+
+
+def session_prepare_ahead(
+    state: AppState, background: BackgroundSummaries
+) -> SessionPrepareAhead | None:
+    """Sessions' compactions prepared ahead of the threshold (SPEC §16); None when `off`."""
+    settings = state.settings
+    ratio = settings.prepare_ahead_ratio
+    if ratio == "off":
+        return None
+    return SessionPrepareAhead(
+        ratio, settings.prepare_ahead_wait_seconds, background, observer=state.metrics
     )
 
 

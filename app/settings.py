@@ -241,8 +241,8 @@ class Settings(BaseSettings):
     """Time connecting to an upstream may take."""
     prepare_ahead_ratio: Annotated[float, Field(gt=0, le=1)] | Literal["off"] = 0.8
     """The soft threshold (SPEC §16), a share of the threshold: past it, the proxy's
-    stateless requests have the summary their next compaction needs prepared in the
-    background, so the turn that crosses the threshold waits for no summarizer. `off`:
+    stateless requests and every session have the summary their next compaction needs
+    prepared in the background, so the turn that crosses the threshold waits for no summarizer. `off`:
     every compaction summarizes inline. With it on, a model's `prepare_ahead_ratio`
     overrides it."""
     prepare_ahead_wait_seconds: float = Field(default=60.0, ge=0)

@@ -18,9 +18,12 @@ about its summary time more), the proxy's own work is not.
 The model is gpt-4o with a 40,000-token window and a 4,000-token reserve from the
 per-model policy (threshold 34,000): the transcript's ~141k tokens cross it many times.
 
-Session-bound callers are not measured: prepare-ahead is not built for sessions yet.
+With --mode session the same requests are bound to a stored session
+(`X-Compactor-Session`): the service records each turn's new messages and forwards the
+session's context; its compactions are the session's, prepared ahead per session.
 
 Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N]
+     [--mode stateless|session|both]
 """
 
 from __future__ import annotations
@@ -86,19 +89,52 @@ def summarizer_app(delay: float, calls: list[float]) -> Any:
     return app
 
 
+def transcript_upstream(next_reply: dict[str, Any]) -> Any:
+    """The upstream for session mode: it answers each request with the transcript's own
+    next assistant message (a session records the reply, so a fixed "ok" would make its
+    history another one than the agent's), and reports no usage (a made-up prompt count
+    would anchor the session's estimate on it)."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        message = {
+            k: v for k, v in next_reply["message"].items() if k in ("role", "content", "tool_calls")
+        }
+        reply = orjson.dumps(
+            {
+                "id": "chatcmpl-bench",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "bench",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            }
+        )
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+    return app
+
+
 def requests_of(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The agent's requests: the history up to each assistant message."""
     return [messages[:i] for i, m in enumerate(messages) if m.get("role") == "assistant" and i]
 
 
-def replay(ratio: str, delay: float, think: float, turns: int) -> dict[str, Any]:
+def replay(ratio: str, delay: float, think: float, turns: int, mode: str) -> dict[str, Any]:
     """One session replayed; per-turn latencies split into compacting and normal turns."""
     messages = json.loads(TRANSCRIPT.read_text())["messages"]
     calls: list[float] = []
+    next_reply: dict[str, Any] = {}
+    upstream_of = transcript_upstream(next_reply) if mode == "session" else upstream_app
     with (
         tempfile.TemporaryDirectory() as tmp,
         serve_in_thread(summarizer_app(delay, calls)) as summarizer,
-        serve_in_thread(upstream_app, http=NoDelayH11Protocol) as upstream,
+        serve_in_thread(upstream_of, http=NoDelayH11Protocol) as upstream,
     ):
         settings = Settings(
             database_url=f"sqlite:///{Path(tmp) / 'compactor.db'}",
@@ -117,13 +153,24 @@ def replay(ratio: str, delay: float, think: float, turns: int) -> dict[str, Any]
             serve_in_thread(create_app(settings), http=NoDelayH11Protocol) as proxy,
             httpx.Client(timeout=600) as client,
         ):
+            bound: dict[str, str] = {}
+            if mode == "session":
+                made = client.post(
+                    f"{proxy}/sessions", json={"model": "gpt-4o", "format": "openai"}
+                )
+                bound = {"x-compactor-session": made.raise_for_status().json()["id"]}
             for history in requests_of(messages)[:turns]:
+                next_reply["message"] = messages[len(history)]
                 body = orjson.dumps({"model": "gpt-4o", "messages": history})
                 started = time.perf_counter()
                 answer = client.post(
                     f"{proxy}/v1/chat/completions",
                     content=body,
-                    headers={"content-type": "application/json", "authorization": "Bearer x"},
+                    headers={
+                        "content-type": "application/json",
+                        "authorization": "Bearer x",
+                        **bound,
+                    },
                 )
                 elapsed = time.perf_counter() - started
                 answer.raise_for_status()
@@ -164,29 +211,36 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=0.05)
     parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--mode", choices=("stateless", "session", "both"), default="both")
     args = parser.parse_args()
+    modes = ("stateless", "session") if args.mode == "both" else (args.mode,)
     think = 5.0 * args.scale
     print(f"scale {args.scale}: think {think:.3f} s (real sleep), times in ms (scaled)")
     print(
-        f"{'summary':>8} {'ratio':>5} {'turns':>6} {'compacting p50':>15} {'p99':>9} "
+        f"{'mode':>9} {'summary':>8} {'ratio':>5} {'turns':>6} {'compacting p50':>15} {'p99':>9} "
         f"{'normal p50':>11} {'added p50':>10} {'added p99':>10} "
         f"{'calls':>6}  states"
     )
-    for seconds in (3.0, 20.0):
-        delay = seconds * args.scale
-        for ratio in ("off", "0.8"):
-            _seen["n"] = 0
-            result = replay(ratio, delay, think, args.turns)
-            c50, c99 = pct(result["compacting"])
-            n50, _ = pct(result["normal"])
-            print(
-                f"{seconds:>7.0f}s {ratio:>5} {len(result['compacting']):>6} "
-                f"{c50 * 1000:>15.1f} {c99 * 1000:>9.1f} {n50 * 1000:>11.1f} "
-                f"{(c50 - n50) * 1000:>10.1f} {(c99 - n50) * 1000:>10.1f} "
-                f"{result['calls']:>6}  "
-                f"{result['states']}",
-                flush=True,
-            )
+    for mode in modes:
+        for seconds in (3.0, 20.0):
+            for ratio in ("off", "0.8"):
+                report(mode, seconds, ratio, think, args)
+
+
+def report(mode: str, seconds: float, ratio: str, think: float, args: Any) -> None:
+    """One row: `mode` replayed with a summary of `seconds` (scaled) at `ratio`."""
+    _seen["n"] = 0
+    result = replay(ratio, seconds * args.scale, think, args.turns, mode)
+    c50, c99 = pct(result["compacting"])
+    n50, _ = pct(result["normal"])
+    print(
+        f"{mode:>9} {seconds:>7.0f}s {ratio:>5} {len(result['compacting']):>6} "
+        f"{c50 * 1000:>15.1f} {c99 * 1000:>9.1f} {n50 * 1000:>11.1f} "
+        f"{(c50 - n50) * 1000:>10.1f} {(c99 - n50) * 1000:>10.1f} "
+        f"{result['calls']:>6}  "
+        f"{result['states']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

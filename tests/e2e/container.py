@@ -170,15 +170,18 @@ def serving(container: Container, host: Host, port: int) -> Iterator[Running]:
         running = Running(f"http://127.0.0.1:{port}", log_path)
         try:
             deadline = time.monotonic() + 90
-            while True:
-                try:
-                    if httpx.get(f"{running.url}/readyz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert server.poll() is None, running.log_text()
-                assert time.monotonic() < deadline, "not ready:\n" + running.log_text()
-                time.sleep(0.2)
+            # One client for the polls: a new one per poll loads the CA bundle each time,
+            # which on a loaded machine took longer than the container's start.
+            with httpx.Client(timeout=2) as probe:
+                while True:
+                    try:
+                        if probe.get(f"{running.url}/readyz").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    assert server.poll() is None, running.log_text()
+                    assert time.monotonic() < deadline, "not ready:\n" + running.log_text()
+                    time.sleep(0.2)
             yield running
         finally:
             server.terminate()

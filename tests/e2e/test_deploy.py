@@ -275,6 +275,9 @@ def test_the_compose_commands_work_on_postgresql_with_a_read_only_root(
         assert "COMPACTOR_STATE_KEY is not set" not in running.log_text()
 
 
+# Three containers one after another (migrate, serve, serve again), each bounded by its
+# own deadline: the suite's 120 s per test was too little for them on a loaded machine.
+@pytest.mark.timeout(360)
 def test_sqlite_on_the_compose_volume_outlives_the_container(
     read_only_root: None, host: Host
 ) -> None:

@@ -45,7 +45,9 @@ def forwarded_prompt(call: ProxyCall, body: dict[str, Any]) -> ForwardedPrompt:
     envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
     if envelope is None:
         return ForwardedPrompt()
-    return ForwardedPrompt(system=envelope.system, tools=envelope.tools)
+    return ForwardedPrompt(
+        system=envelope.system, tools=envelope.tools, output_budget=envelope.output_budget
+    )
 
 
 def turn_request(call: ProxyCall, history: list[Any]) -> TurnRequest:
@@ -176,6 +178,8 @@ class SessionBinding:
         else:
             report.tokens_before = tokens
         report.compacted = result.compacted or context.latest is not None
+        if result.prepared is not None:
+            report.prepared = result.prepared
         # The session's context stands for upstream-stored history: forwarding both would
         # give the model the conversation twice.
         forwarded = call.api.with_history(call.api.without_server_state(body), context.messages)

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any, TypeVar
 
 import anyio
@@ -32,6 +33,7 @@ from app.engine.errors import CompactorError, IneffectiveCompactionError, Nothin
 from app.engine.ports import CallerGone
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
+from app.services.compaction_log import log_compaction, log_prepared_summary
 from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
@@ -42,6 +44,11 @@ from app.services.sessions.context import (
     compacted_context,
 )
 from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
+from app.services.sessions.prepare_ahead import (
+    PreparedCompaction,
+    SessionPrepareAhead,
+    kept_ahead,
+)
 from app.services.sessions.records import new_compaction, preview_record
 from app.services.sessions.stall import base_of, stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
@@ -86,6 +93,9 @@ class CompactResult:
     warning: str | None = None
     # The transcript entries (first, last seq) this compaction folded into its summary.
     folded: tuple[int, int] | None = None
+    # What the turn that crossed the threshold found prepared ahead (SPEC §16): ready,
+    # pending (forwarded uncompacted) or waited; None when nothing was prepared.
+    prepared: str | None = None
 
 
 class SessionCompactor:
@@ -104,6 +114,8 @@ class SessionCompactor:
         self.marker = marker
         # Summary calls are billed here, with the compaction that made them.
         self.ledger: CostLedger | None = None
+        # Compactions prepared ahead of the threshold (SPEC §16); None: off.
+        self.ahead: SessionPrepareAhead | None = None
 
     def compactions(self, tenant: str, session_id: str) -> list[CompactionRecord]:
         """Every compaction record of the session, oldest first."""
@@ -168,6 +180,7 @@ class SessionCompactor:
             view = await _in_thread(self.context, tenant, session_id, prompt)
             waived = self._not_due(view)
             if waived is not None:
+                self._start_ahead(view)
                 return waived
             session = view.context.session
             leased = await _in_thread(self._take_lease, session, owner)
@@ -189,7 +202,7 @@ class SessionCompactor:
                 target=self._keep_lease, args=(session, owner, renewing), daemon=True
             ).start()
         try:
-            return await self._compact_due(view, caller_gone)
+            return await self._compact_or_use_prepared(view, caller_gone)
         finally:
             renewing.set()
             if leased:
@@ -250,6 +263,153 @@ class SessionCompactor:
         if session.compaction_stall is not None:
             await _in_thread(self._set_stall, session, None)
         return result
+
+    # --- Prepared ahead (SPEC §16; what is kept and when: sessions.prepare_ahead) ---
+
+    def _start_ahead(self, view: ContextView) -> None:
+        """Starts preparing the session's next compaction in the background when its
+        context is past the soft threshold (and under the threshold)."""
+        ahead = self.ahead
+        context, counted = view.context, view.counted
+        if ahead is None or counted.should_compact or not ahead.due(context, counted):
+            return
+        latest = context.latest
+        base = latest.ordinal if latest is not None else 0
+
+        async def work() -> bool:
+            started = time.perf_counter()
+            try:
+                outcome = await self._compact_ahead(context, counted)
+            except Exception:
+                ahead.observer.prepared_summary("failed")
+                raise
+            if outcome is None:
+                ahead.observer.prepared_summary("nothing_to_compact")
+                return True
+            ahead.keep(PreparedCompaction(base, context.session.settings, context, outcome))
+            info = self.compaction.summarizer.info
+            log_prepared_summary(
+                outcome.counted,
+                subject={"session_id": context.session.id},
+                tokens_after=outcome.tokens_after,
+                summarizer=f"{info.provider}/{info.model}",
+                duration_ms=(time.perf_counter() - started) * 1000,
+                summarized_messages=outcome.plan.cut_index if outcome.plan else None,
+            )
+            return True
+
+        ahead.start(context, work)
+
+    async def _compact_ahead(
+        self, context: SessionContext, counted: CountedHistory
+    ) -> CompactionOutcome | None:
+        """The compaction the threshold will call for, made now: it keeps less of the
+        tail, by as much as the history will have grown by then, so it folds the prefix
+        that compaction would. Billed now (the call happened, used or not)."""
+        history = context.history()
+        if context.session.settings.keep_recent_tokens is None:
+            history, counted = await self._scaled_keep(history, counted)
+        keep = history.keep_recent_tokens or counted.settings.keep_recent_tokens
+        history = replace(history, keep_recent_tokens=kept_ahead(keep, counted))
+        counted = await _in_thread(self.estimation.count, history)
+        options = self._options(context.session, "prepare_ahead", None, None, force=True)
+        outcome = await self.compaction.compact(history, options, lambda: False, counted)
+        if not outcome.compacted or outcome.plan is None or outcome.summary is None:
+            return None
+        billed = self._summary_bill(context.session, outcome)
+        if billed is not None and self.ledger is not None:
+            await _in_thread(self._bill, context.session, billed)
+            self.ledger.observed(billed)
+        return outcome
+
+    async def _compact_or_use_prepared(
+        self, view: ContextView, caller_gone: CallerGone
+    ) -> CompactResult:
+        """The due compaction: the one prepared ahead when it is ready and still applies;
+        while it is being made, the context as it is when that still fits the model's
+        window, else the prepared one after a bounded wait; inline otherwise."""
+        ahead, context = self.ahead, view.context
+        if ahead is None or not view.counted.should_compact:
+            return await self._compact_due(view, caller_gone)
+        prepared = Prepared.READY
+        if ahead.running(context):
+            if _fits_window(view):
+                return CompactResult(
+                    compacted=False,
+                    record=None,
+                    view=view,
+                    reason="the compaction prepared ahead is not ready; the context still fits",
+                    prepared=Prepared.PENDING,
+                )
+            await ahead.wait(context)
+            prepared = Prepared.WAITED
+        kept = ahead.take(context)
+        if kept is not None:
+            result = await self._record_prepared(view, kept)
+            if result is not None:
+                return replace(result, prepared=prepared)
+            ahead.give_back(kept)
+        result = await self._compact_due(view, caller_gone)
+        return replace(result, prepared=prepared) if prepared is Prepared.WAITED else result
+
+    async def _record_prepared(
+        self, view: ContextView, kept: PreparedCompaction
+    ) -> CompactResult | None:
+        """Records `kept` on `view`'s context, with no summarizer call: its summary and
+        kept entries, then every entry added since. None when that would leave the
+        context over the threshold (the caller compacts inline)."""
+        started = time.perf_counter()
+        context, outcome = view.context, kept.outcome
+        before = kept.context
+        grown = len(before.seqs)
+        if context.seqs[:grown] != before.seqs or outcome.messages is None:
+            return None
+        assert outcome.plan is not None and outcome.counted_after is not None
+        inline = outcome.counted_after.inline_system_count
+        messages = [*outcome.messages, *context.messages[grown:]]
+        seqs = [*before.seqs[:inline], None, *before.seqs[outcome.plan.cut_index :]]
+        seqs += context.seqs[grown:]
+        history = replace(context.history(), messages=messages, usage=(), estimate_floor=0)
+        counted = await _in_thread(self.estimation.count, history)
+        if counted.should_compact:
+            return None
+        new = new_compaction(before, outcome, "auto", None)
+        new = replace(
+            new,
+            tokens_before=view.counted.estimate.tokens,
+            tokens_after=counted.estimate.tokens,
+            covered_seq=max(s for s in context.seqs if s is not None) + 1,
+        )
+        record = await _in_thread(self._record, context.session, new)
+        if context.session.compaction_stall is not None:
+            await _in_thread(self._set_stall, context.session, None)
+        info = self.compaction.summarizer.info
+        log_compaction(
+            view.counted,
+            tokens_after=counted.estimate.tokens,
+            trigger="auto",
+            strategy=outcome.strategy,
+            applied=tuple(step.value for step in outcome.applied),
+            summarizer=f"{info.provider}/{info.model}",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            subject={"session_id": context.session.id},
+            summarized_messages=outcome.plan.cut_index - inline,
+            prepared_ahead=True,
+            prepared=Prepared.READY,
+        )
+        compacted = compacted_context(context, record, messages, seqs)
+        return CompactResult(
+            compacted=True,
+            record=record,
+            view=ContextView(compacted, counted),
+            outcome=outcome,
+            folded=_folded(context, record),
+        )
+
+    def _bill(self, session: SessionView, billed: LedgerEntry) -> None:
+        with self._store.transaction() as tx:
+            self._store.require(tx, session.tenant, session.id)
+            tx.ledger.add(billed)
 
     def _take_lease(self, session: SessionView, owner: str) -> bool:
         now = datetime.now(UTC)
@@ -359,19 +519,8 @@ class SessionCompactor:
                 "before; waiting for new messages to move the cut"
             )
 
-        options = CompactOptions(
-            force=force,
-            trigger=trigger,
-            instructions=instructions,
-            thinking=thinking or settings.thinking,
-            strategy=strategy or settings.strategy,
-            clear=settings.effective_clear,
-            pinned=settings.pinned,
-            subject={"session_id": session.id},
-            recall_session=session.id if self.marker.recall_hint else None,
-            # Automatic and overflow compactions cut deeper once rather than leave the
-            # context over the threshold (a manual one does what it was asked).
-            deepen=trigger != "manual",
+        options = replace(
+            self._options(session, trigger, instructions, thinking, force, strategy),
             skip_summary=skip,
         )
         history = context.history()
@@ -396,6 +545,31 @@ class SessionCompactor:
             view=view,
             outcome=outcome,
             folded=_folded(context, record),
+        )
+
+    def _options(
+        self,
+        session: SessionView,
+        trigger: str,
+        instructions: str | None,
+        thinking: ThinkingLevel | None,
+        force: bool,
+        strategy: StrategyName | None = None,
+    ) -> CompactOptions:
+        settings = session.settings
+        return CompactOptions(
+            force=force,
+            trigger=trigger,
+            instructions=instructions,
+            thinking=thinking or settings.thinking,
+            strategy=strategy or settings.strategy,
+            clear=settings.effective_clear,
+            pinned=settings.pinned,
+            subject={"session_id": session.id},
+            recall_session=session.id if self.marker.recall_hint else None,
+            # Automatic, overflow and prepared-ahead compactions cut deeper once rather
+            # than leave the context over the threshold (a manual one does as asked).
+            deepen=trigger != "manual",
         )
 
     async def _scaled_keep(
@@ -437,6 +611,22 @@ class SessionCompactor:
                 "another compaction of this session finished first from the same history; "
                 "fetch the context again and retry if still needed"
             ) from exc
+
+
+class Prepared(StrEnum):
+    """What the turn that crossed the threshold found (X-Compactor-Prepared)."""
+
+    READY = "ready"
+    PENDING = "pending"
+    WAITED = "waited"
+
+
+def _fits_window(view: ContextView) -> bool:
+    """True when the uncompacted context still fits the model's window with the
+    request's output budget (none named: 0, as for the proxy's stateless callers)."""
+    prompt, counted = view.context.prompt, view.counted
+    budget = prompt.output_budget if prompt is not None else 0
+    return counted.estimate.tokens <= counted.settings.effective_window - budget
 
 
 def _folded(context: SessionContext, record: CompactionRecord) -> tuple[int, int] | None:

@@ -20,6 +20,9 @@ class ForwardedPrompt:
 
     system: Any = None
     tools: Sequence[Any] | None = None
+    # The request's output budget (max tokens; 0: it names none), for "does the
+    # uncompacted context still fit the window".
+    output_budget: int = 0
 
 
 @dataclass(frozen=True, slots=True)

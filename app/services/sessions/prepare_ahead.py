@@ -1,0 +1,175 @@
+"""A session's compaction prepared ahead (SPEC §16), the session-mode half of what
+`services.proxy.prepare_ahead` does for stateless callers.
+
+Past the soft threshold (`prepare_ahead_ratio` of the threshold) the compaction the
+session will need is run in the background — summarizer call included — and kept, not
+recorded. The turn that crosses the threshold records it at once, without a summarizer
+call, if it was built on the session's latest compaction and its settings and still
+brings the context under the threshold (the history only grew past the cut it chose).
+Not ready yet: a context that still fits the model's window goes on uncompacted
+(`pending`) and a later turn uses the summary; one that does not waits for it, bounded
+(`waited`), then compacts inline.
+
+Prepared compactions live in this process (one per session, the newest): another
+replica that takes the session's turn compacts inline, as without prepare-ahead. The
+background work itself is the lifespan's (`BackgroundSummaries`): cancelled at shutdown,
+and a cancelled one keeps nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.services.compaction import CompactionOutcome
+from app.services.estimation import CountedHistory
+from app.services.sessions.context import SessionContext
+from app.store.views import SessionSettings
+
+# Sessions whose prepared compaction is remembered, per process.
+_REMEMBERED = 1024
+
+
+def kept_ahead(keep: int, counted: CountedHistory) -> int:
+    """The verbatim tail of a compaction made `threshold - tokens` before the threshold:
+    by then the history has grown that much and the compaction there would fold all but
+    its last `keep` tokens — so that much less is kept now (at least a quarter of
+    `keep`), and the summary covers the prefix that compaction would. (The proxy's
+    stateless prepare-ahead applies the same rule to the caller's history.)"""
+    early = counted.threshold - counted.estimate.tokens
+    return max(1, keep // 4, min(keep, keep - early))
+
+
+class BackgroundWork(Protocol):
+    """Background work by key, one at a time per key (the lifespan's task group)."""
+
+    def running(self, key: Any) -> bool: ...
+
+    def start(self, key: Any, work: Callable[[], Awaitable[bool]]) -> bool: ...
+
+    async def wait(self, key: Any, seconds: float) -> bool: ...
+
+
+class PreparedObserver(Protocol):
+    """Told about prepared compactions (metrics live behind this port)."""
+
+    def prepared_summary(self, outcome: str) -> None: ...
+
+    def prepared_wasted(self) -> None: ...
+
+
+class _Unobserved:
+    def prepared_summary(self, outcome: str) -> None:
+        return None
+
+    def prepared_wasted(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCompaction:
+    """A compaction of `context` made ahead of the threshold, not recorded yet."""
+
+    # The ordinal of the record it builds on (0: the session had none).
+    base: int
+    settings: SessionSettings
+    context: SessionContext
+    outcome: CompactionOutcome
+
+
+class SessionPrepareAhead:
+    """Starts, keeps and hands out the compactions prepared ahead for sessions."""
+
+    def __init__(
+        self,
+        ratio: float,
+        wait_seconds: float,
+        background: BackgroundWork,
+        observer: PreparedObserver | None = None,
+    ) -> None:
+        self.ratio = ratio
+        self.wait_seconds = wait_seconds
+        self.background = background
+        self.observer: PreparedObserver = observer or _Unobserved()
+        self._prepared: OrderedDict[tuple[str, str], PreparedCompaction] = OrderedDict()
+
+    @staticmethod
+    def key(context: SessionContext) -> tuple[str, str]:
+        return context.session.tenant, context.session.id
+
+    @staticmethod
+    def work_key(context: SessionContext) -> tuple[str, str, int]:
+        """The background work's key: a failed one is retried once per base record."""
+        latest = context.latest
+        return context.session.tenant, context.session.id, latest.ordinal if latest else 0
+
+    def soft_threshold(self, counted: CountedHistory) -> int:
+        """Past this many tokens the next compaction is prepared (a model's policy in
+        COMPACTOR_CONFIG sets its own ratio)."""
+        ratio = counted.choice.model.policy.prepare_ahead_ratio or self.ratio
+        return math.floor(ratio * counted.threshold)
+
+    def due(self, context: SessionContext, counted: CountedHistory) -> bool:
+        """True when a compaction should be prepared now: past the soft threshold, none
+        running for the session, none kept for its latest record and settings."""
+        if counted.estimate.tokens <= self.soft_threshold(counted):
+            return False
+        if self.background.running(self.work_key(context)):
+            return False
+        kept = self._prepared.get(self.key(context))
+        return kept is None or not self._matches(kept, context)
+
+    def start(self, context: SessionContext, work: Callable[[], Awaitable[bool]]) -> bool:
+        started = self.background.start(self.work_key(context), work)
+        if started:
+            self.observer.prepared_summary("started")
+        return started
+
+    def keep(self, prepared: PreparedCompaction) -> None:
+        """Keeps `prepared` as the session's; one kept before and never used is wasted."""
+        key = self.key(prepared.context)
+        if key in self._prepared:
+            self.observer.prepared_wasted()
+        self._prepared[key] = prepared
+        self._prepared.move_to_end(key)
+        while len(self._prepared) > _REMEMBERED:
+            self._prepared.popitem(last=False)
+        self.observer.prepared_summary("stored")
+
+    def running(self, context: SessionContext) -> bool:
+        return self.background.running(self.work_key(context))
+
+    async def wait(self, context: SessionContext) -> None:
+        """Until the session's background compaction ends, `wait_seconds` at most."""
+        await self.background.wait(self.work_key(context), self.wait_seconds)
+
+    def take(self, context: SessionContext) -> PreparedCompaction | None:
+        """The kept compaction that still applies to `context` (it is given out once);
+        one that no longer applies is dropped and counted as wasted."""
+        key = self.key(context)
+        kept = self._prepared.pop(key, None)
+        if kept is None:
+            return None
+        if not self._matches(kept, context):
+            self.observer.prepared_wasted()
+            return None
+        return kept
+
+    def give_back(self, prepared: PreparedCompaction) -> None:
+        """`prepared` was not used after all (it did not bring the context under the
+        threshold): counted as wasted, not kept."""
+        self.observer.prepared_wasted()
+
+    @staticmethod
+    def _matches(prepared: PreparedCompaction, context: SessionContext) -> bool:
+        latest = context.latest
+        base = latest.ordinal if latest is not None else 0
+        if prepared.base != base or prepared.settings != context.session.settings:
+            return False
+        # The summary was written for this model, system prompt and tools (a proxied
+        # request forwards its own): another prompt is another compaction.
+        before, now = prepared.context.history(), context.history()
+        return (before.model, before.system, before.tools) == (now.model, now.system, now.tools)

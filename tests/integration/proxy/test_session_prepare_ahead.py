@@ -1,0 +1,196 @@
+"""A session's compaction prepared ahead (SPEC §16, session mode): past the soft
+threshold the session's next compaction is made in the background, so the bound turn
+that crosses the threshold records it without calling the summarizer; not ready yet, a
+turn that still fits the window goes on uncompacted (`pending`) and the next one uses it.
+
+The summarizer is a loopback fake whose replies the test holds and releases: the tests
+see which turn called it and what each turn got, never how long anything took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.fake_providers import OpenAIFake, Reply
+from tests.integration.fake_upstreams import FakeUpstream
+from tests.integration.live_server import live_service
+from tests.integration.proxy.clients import openai_client
+from tests.integration.proxy.conftest import proxy_settings
+
+# gpt-4: window 8,192, threshold 6,963; the soft threshold at 0.8 is 5,570 tokens.
+MODEL = "gpt-4"
+THRESHOLD, SOFT = 6_963, 5_570
+STORED = 'compactor_prepared_summaries_total{outcome="stored"}'
+
+
+def user_turn(i: int, words: int = 100) -> dict[str, Any]:
+    return {"role": "user", "content": f"Turn {i}: " + " ".join(f"w{i}x{j}" for j in range(words))}
+
+
+@pytest.fixture
+def summarizer() -> Iterator[OpenAIFake]:
+    with OpenAIFake() as fake:
+        yield fake
+
+
+def _settings(tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, **more: Any) -> Any:
+    return proxy_settings(
+        tmp_path,
+        upstream,
+        summarizer="openai",
+        summarizer_base_url=f"{summarizer.base_url}/v1",
+        summarizer_model="gpt-4o-mini",
+        summarizer_api_key="sk-summarizer",
+        **{"prepare_ahead_ratio": 0.8, **more},
+    )
+
+
+def _session(url: str) -> str:
+    created = httpx.post(f"{url}/sessions", json={"model": MODEL, "format": "openai"})
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def _stored(url: str) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(STORED):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def _until_stored(url: str, count: float) -> None:
+    """Polls /metrics until `count` prepared compactions are kept (a safety limit only)."""
+    deadline = time.monotonic() + 60
+    while _stored(url) < count:
+        assert time.monotonic() < deadline, "no prepared compaction was kept"
+        time.sleep(0.05)
+
+
+def _turn(client: Any, history: list[dict[str, Any]]) -> Any:
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+    history.append({"role": "assistant", "content": raw.parse().choices[0].message.content})
+    return raw
+
+
+def _compactions(url: str, sid: str) -> list[dict[str, Any]]:
+    listed = httpx.get(f"{url}/sessions/{sid}/compactions")
+    return list(listed.json()["compactions"])
+
+
+def test_the_crossing_turn_records_the_prepared_compaction_without_a_summarizer_call(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        crossed = None
+        for turn in range(40):
+            history.append(user_turn(turn))
+            calls = len(summarizer.received)
+            raw = _turn(client, history)
+            tokens = int(raw.headers["x-compactor-tokens-before"])
+            if tokens > THRESHOLD:
+                crossed = raw
+                # The crossing turn itself called nothing.
+                assert len(summarizer.received) == calls
+                break
+            assert raw.headers["x-compactor-compacted"] == "false"
+            if tokens > SOFT:
+                _until_stored(url, 1)
+            else:
+                assert summarizer.received == []
+        assert crossed is not None
+        assert crossed.headers["x-compactor-compacted"] == "true"
+        assert crossed.headers["x-compactor-prepared"] == "ready"
+        assert int(crossed.headers["x-compactor-tokens-after"]) <= THRESHOLD
+        assert len(summarizer.received) == 1
+        [record] = _compactions(url, sid)
+        assert record["trigger"] == "auto"
+        # What the upstream got: the prepared summary, then the entries it kept and every
+        # one added since — the turn's own message last.
+        sent = upstream.bodies("/chat/completions")[-1]["messages"]
+        assert sent[0] == history[0]
+        assert record["summary"] in str(sent[1]["content"])
+        assert sent[-1] == history[-2]
+
+
+def test_not_ready_yet_the_turn_goes_on_uncompacted_and_the_next_one_uses_it(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    summarizer.script(Reply.held())
+    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        pending = None
+        for turn in range(40):
+            history.append(user_turn(turn))
+            raw = _turn(client, history)
+            if int(raw.headers["x-compactor-tokens-before"]) > THRESHOLD:
+                pending = raw
+                break
+        assert pending is not None and summarizer.received, "the summary never started"
+        assert pending.headers["x-compactor-prepared"] == "pending"
+        assert pending.headers["x-compactor-compacted"] == "false"
+        assert upstream.bodies("/chat/completions")[-1]["messages"] == history[:-1]
+        assert _compactions(url, sid) == []
+        summarizer.release.set()
+        _until_stored(url, 1)
+        history.append(user_turn(99))
+        ready = _turn(client, history)
+        assert ready.headers["x-compactor-compacted"] == "true"
+        assert ready.headers["x-compactor-prepared"] == "ready"
+        assert len(summarizer.received) == 1
+        assert len(_compactions(url, sid)) == 1
+
+
+def test_rest_prepare_uses_the_compaction_prepared_by_an_earlier_prepare(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        result: dict[str, Any] = {}
+        for turn in range(40):
+            added = httpx.post(
+                f"{url}/sessions/{sid}/messages", json={"messages": [user_turn(turn)]}
+            )
+            assert added.status_code in (200, 201), added.text
+            calls = len(summarizer.received)
+            result = httpx.post(f"{url}/sessions/{sid}/prepare", json={}).json()
+            if result["compacted"]:
+                assert len(summarizer.received) == calls
+                break
+            if result["context"]["estimate"]["tokens"] > SOFT:
+                _until_stored(url, 1)
+        assert result["compacted"], result
+        assert len(summarizer.received) == 1
+        assert result["compaction"]["tokens_before"] > THRESHOLD
+        assert result["context"]["estimate"]["tokens"] <= THRESHOLD
+
+
+def test_off_compacts_inline_and_a_history_under_the_soft_threshold_starts_nothing(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    settings = _settings(tmp_path, upstream, summarizer, prepare_ahead_ratio="off")
+    with live_service(settings) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        for turn in range(40):
+            history.append(user_turn(turn))
+            calls = len(summarizer.received)
+            raw = _turn(client, history)
+            if int(raw.headers["x-compactor-tokens-before"]) <= THRESHOLD:
+                assert len(summarizer.received) == calls == 0
+            else:
+                assert len(summarizer.received) == calls + 1
+                assert "x-compactor-prepared" not in raw.headers
+                break
+        assert _stored(url) == 0
