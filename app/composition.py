@@ -324,6 +324,7 @@ def build_state(
         marker=marker,
         observer=observed,
         tracer=tracer,
+        clear_step_tokens=0 if settings.clearing == "exact" else DEFAULT_CLEAR_STEP_TOKENS,
     )
     db = create_db_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     store = session_factory(db)

@@ -200,6 +200,13 @@ class Settings(BaseSettings):
     (more than `keep` recent tool uses stay on some turns; `applied_edits` says how many in
     `kept_tool_uses`); `exact` is the vendor's per-turn rule (exactly `keep` kept), which
     re-writes the prompt cache on every new tool use of a client that resends its history."""
+    clearing: Literal["stepped", "exact"] = "stepped"
+    """Tool-result clearing of the `clear_tool_results` and `auto` strategies (REST
+    `/compact`, sessions; SPEC §15): `stepped` clears only whole runs of 20,000 tokens of
+    tool results (`clear_at_least` when larger, a quarter of the threshold when smaller),
+    so the cleared set, and the prompt cache of a client that resends what it got back,
+    stays the same between steps; `exact` clears everything but the newest `keep` tool
+    uses on every request."""
     cost_ledger: bool = True
     """Record what every proxied request and summary call billed, as the upstream's usage
     reported it (SPEC §15: `GET /sessions/{id}/cost`, `GET /cost`, the `/metrics` token and

@@ -10,6 +10,9 @@ by turn — every request resends the whole history so far, with Claude Code's
   direct       straight to the billing fake (the baseline: what caching alone gives)
   transparent  through the service, `X-Compactor-Mode: transparent`
   session      through the service, bound with `X-Compactor-Session`
+  session-clear  bound, the session's strategy `clear_tool_results` (keep 3, clearing at
+               the threshold; no model call)
+  session-auto   bound, the session's strategy `auto` (clear first, summarize if still over)
   clearing     Anthropic `context_management` clear_tool_uses_20250919 (keep 3, trigger 30k)
   compact      Anthropic `context_management` compact_20260112 (trigger 50k, the vendor's
                smallest)
@@ -64,7 +67,13 @@ CLEAR_TRIGGER = 30_000
 COMPACT_TRIGGER = 50_000
 ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
 OPENAI_HEADERS = {"authorization": "Bearer sk-bench"}
-MODES = ("direct", "transparent", "session", "clearing", "compact")
+MODES = ("direct", "transparent", "session", "session-clear", "session-auto", "clearing", "compact")
+# The session-bound modes and the strategy each session is created with.
+SESSION_STRATEGIES = {
+    "session": None,
+    "session-clear": "clear_tool_results",
+    "session-auto": "auto",
+}
 ANTHROPIC_ONLY = {"clearing", "compact"}
 
 
@@ -204,11 +213,15 @@ class Agent:
         if self.mode in ANTHROPIC_ONLY:
             self.headers["x-compactor-mode"] = "native"
             self.headers["anthropic-beta"] = "context-management-2025-06-27,compact-2026-01-12"
-        if self.mode == "session":
-            created = self.http.post(
-                f"{self.url}/sessions",
-                json={"model": self.transcript.model, "format": self.transcript.api},
-            )
+        if self.mode in SESSION_STRATEGIES:
+            settings: dict[str, Any] = {
+                "model": self.transcript.model,
+                "format": self.transcript.api,
+            }
+            strategy = SESSION_STRATEGIES[self.mode]
+            if strategy is not None:
+                settings["strategy"] = strategy
+            created = self.http.post(f"{self.url}/sessions", json=settings)
             created.raise_for_status()
             self.headers["x-compactor-session"] = created.json()["id"]
 
@@ -364,7 +377,7 @@ def main() -> None:
             if mode in ANTHROPIC_ONLY and transcript.api != "anthropic":
                 continue
             # Direct and clearing never summarize: one run each.
-            for kind in ["none"] if mode in ("direct", "clearing") else kinds:
+            for kind in ["none"] if mode in ("direct", "clearing", "session-clear") else kinds:
                 runs.append(replay(transcript, mode, kind, args.think_seconds, tokenizers))
         print_table(transcript, runs)
 

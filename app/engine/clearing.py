@@ -16,6 +16,15 @@ is the same bytes on every turn, and between `keep` and `keep` + one run's worth
 newest uses stay verbatim. A step clearing S tokens re-writes the tail T after it at
 1.15× more than reading it and saves 0.1·S on every later turn: it pays for itself after
 11.5·T/S turns, so the step is sized like the tail (see DEFAULT_CLEAR_STEP_TOKENS).
+
+A step is never smaller than `clear_at_least` (each step must save what the caller asked
+for, the vendor's definition of it). In the REST and session strategies, which must bring
+the history under the compaction threshold, it is never larger than a quarter of it
+(`step_under`, the share keep-recent takes): the uses of an unfinished run stay verbatim,
+and with a larger step they alone could keep the history over it. A clearing trigger
+below the threshold says when clearing may start, not the step: the payback above does
+not depend on it. The emulated native edit has no such bound: its trigger says when to
+clear, not what to reach.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ DEFAULT_KEEP_TOOL_USES = 3
 # session and re-write the tail once per 20,000 tokens of aged tool results instead of
 # on every turn (measured: bench/cost.py, README "Cost per task").
 DEFAULT_CLEAR_STEP_TOKENS = 20_000
+# The largest step of the strategies' clearing is this share of the compaction threshold.
+STEP_SHARE_OF_THRESHOLD = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +112,11 @@ def plan_clearing(
     excluded = set(settings.exclude_tools)
     clearable = max(0, len(uses) - settings.keep)
     if settings.step_tokens > 0:
-        clearable = _last_step(uses, clearable, settings.step_tokens, excluded, tokenizer)
+        step = max(settings.step_tokens, settings.clear_at_least)
+        stepped = _last_step(uses, clearable, step, excluded, tokenizer)
+        if stepped == 0 and clearable > 0:
+            return ClearingPlan((), _no_step_yet(uses, clearable, step, settings), kept=len(uses))
+        clearable = stepped
     cleared: list[ClearedToolUse] = []
     for use in uses[:clearable]:
         if use.name in excluded:
@@ -128,6 +143,14 @@ def plan_clearing(
     return plan
 
 
+def step_under(step_tokens: int, threshold: int) -> int:
+    """The cache-aware step for clearing that must keep a history under `threshold`:
+    `step_tokens` (0: the per-request rule), at most a quarter of the threshold."""
+    if step_tokens <= 0:
+        return 0
+    return max(1, min(step_tokens, threshold // STEP_SHARE_OF_THRESHOLD))
+
+
 def _last_step(
     uses: Sequence[_ToolUse], clearable: int, step: int, excluded: set[str], tokenizer: Tokenizer
 ) -> int:
@@ -141,6 +164,19 @@ def _last_step(
         if run >= step:
             end, run = index + 1, 0
     return end
+
+
+def _no_step_yet(
+    uses: Sequence[_ToolUse], clearable: int, step: int, settings: ClearSettings
+) -> str:
+    """Why stepped clearing clears nothing yet: no whole step before the newest uses."""
+    why = f"clear_at_least={settings.clear_at_least}" if step == settings.clear_at_least else ""
+    return (
+        f"nothing to clear yet: clearing moves in steps of {step:,} tokens of tool results "
+        f"({why or 'cache-aware steps; COMPACTOR_CLEARING=exact clears on every request'}), "
+        f"and the {clearable} tool uses before the newest {len(uses) - clearable} do not "
+        "fill one"
+    )
 
 
 def _answered_tool_uses(messages: Sequence[Message]) -> list[_ToolUse]:

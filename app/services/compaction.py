@@ -10,6 +10,8 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
+from app.engine.clearing import DEFAULT_CLEAR_STEP_TOKENS, step_under
+from app.engine.compaction.deeper_cut import deeper_plan
 from app.engine.compaction.fidelity import finish_summary
 from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import (
@@ -79,8 +81,12 @@ class CompactionService:
         marker: SummaryMarker | None = None,
         observer: CompactionObserver | None = None,
         tracer: Tracer | None = None,
+        clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS,
     ) -> None:
         self.estimation = estimation
+        # The strategies' clearing moves in cache-aware steps of this many tokens
+        # (app.engine.clearing); 0 clears by the per-request rule (COMPACTOR_CLEARING=exact).
+        self.clear_step_tokens = clear_step_tokens
         self.summarizer = summarizer
         self.default_thinking = default_thinking
         self.marker = marker or SummaryMarker()
@@ -125,6 +131,7 @@ class CompactionService:
                 duration_ms=(time.perf_counter() - started) * 1000,
                 subject=options.subject,
                 summarized_messages=len(outcome.plan.to_summarize) if outcome.plan else None,
+                over_threshold=_still_over(outcome),
             )
         return outcome
 
@@ -159,7 +166,11 @@ class CompactionService:
         if outcome.summary is not None:
             self.observer.summarizer_attempts(provider, outcome.summary.attempts, ok=True)
         wanted = options.force or outcome.counted.should_compact
-        if outcome.compacted:
+        if outcome.compacted and _still_over(outcome) and options.deepen:
+            # Even the deeper cut left it over the threshold: said once, loudly (the
+            # session records it and pauses automatic compaction until new entries).
+            label = "over_threshold"
+        elif outcome.compacted:
             label = "compacted"
         else:
             label = "nothing_to_compact" if wanted else "not_needed"
@@ -176,9 +187,9 @@ class CompactionService:
 
     async def clear(self, job: CompactionJob) -> ClearedHistory:
         """Plans (and when it clears anything, applies and counts) tool-result clearing."""
-        return await _off_loop(
-            clear_history, self.estimation, job.history, job.counted, job.options.clear
-        )
+        step = step_under(self.clear_step_tokens, job.counted.threshold)
+        settings = replace(job.options.clear, step_tokens=step)
+        return await _off_loop(clear_history, self.estimation, job.history, job.counted, settings)
 
     def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
         """The outcome that leaves the history as it is, and why."""
@@ -201,24 +212,85 @@ class CompactionService:
         )
 
     async def summarize(self, job: CompactionJob, original: CountedHistory) -> CompactionOutcome:
-        """Summarizes the job's history; `original` is the count of what the caller sent."""
-        history, counted, options = job.history, job.counted, job.options
+        """Summarizes the job's history; `original` is the count of what the caller sent.
+
+        With `options.deepen` (a session), a cut whose result would be over the threshold
+        is made deeper once (app.engine.compaction.deeper_cut): before the summarizer is
+        called when the kept tail alone is too large, else after the summary came back
+        too large (one more call, on a deeper cut: never the same call twice)."""
+        counted, options = job.counted, job.options
         conversation = counted.conversation
         assert conversation is not None
+        inline = counted.inline_system_count
         try:
             plan = await _off_loop(
                 plan_compaction,
                 conversation.messages,
                 counted.per_message,
                 counted.settings.keep_recent_tokens,
-                counted.inline_system_count,
+                inline,
                 self.marker,
             )
         except NothingToCompactError as exc:
             return _left_as_is(original, options, str(exc))
+        deepened = False
+        if options.deepen:
+            # The previous summary's size stands for the new one's, until it is written.
+            previous = counted.per_message[inline] if plan.previous_summary is not None else 0
+            deeper = self._deeper(counted, plan, previous)
+            if deeper is not None:
+                plan, deepened = deeper, True
         skip = options.skip_summary(plan) if options.skip_summary is not None else None
         if skip is not None:
             return _left_as_is(original, options, skip)
+        try:
+            outcome = await self._summarized(job, original, plan)
+        except IneffectiveCompactionError as exc:
+            # A summary that does not shrink the history: a deeper cut folds more.
+            if not options.deepen or deepened:
+                raise
+            kept = counted.estimate.tokens - sum(counted.per_message[inline : plan.cut_index])
+            deeper = self._deeper(counted, plan, exc.tokens_after - kept)
+            if deeper is None or (options.skip_summary and options.skip_summary(deeper)):
+                raise
+            return await self._summarized(job, original, deeper)
+        after = outcome.counted_after
+        if not options.deepen or deepened or after is None or not after.should_compact:
+            return outcome
+        deeper = self._deeper(counted, plan, after.per_message[inline])
+        if deeper is None or (options.skip_summary and options.skip_summary(deeper)):
+            return outcome
+        try:
+            again = await self._summarized(job, original, deeper)
+        except IneffectiveCompactionError:
+            return outcome
+        if again.summary is None or outcome.summary is None:
+            return again
+        # Both calls were made (and are billed) for this compaction.
+        usage = outcome.summary.usage.plus(again.summary.usage)
+        return replace(again, summary=replace(again.summary, usage=usage))
+
+    def _deeper(
+        self, counted: CountedHistory, plan: CompactionPlan, summary_tokens: int
+    ) -> CompactionPlan | None:
+        conversation = counted.conversation
+        assert conversation is not None
+        return deeper_plan(
+            conversation.messages,
+            counted.per_message,
+            plan,
+            counted.estimate.tokens,
+            counted.threshold,
+            summary_tokens,
+            counted.inline_system_count,
+            self.marker,
+        )
+
+    async def _summarized(
+        self, job: CompactionJob, original: CountedHistory, plan: CompactionPlan
+    ) -> CompactionOutcome:
+        """The outcome of summarizing `plan` (refused if the history grew)."""
+        history, counted, options = job.history, job.counted, job.options
         info = self.summarizer.info
         summary = await summarize_plan(
             plan,
@@ -361,3 +433,9 @@ def _refuse_growth(counted: CountedHistory, tokens_after: int, what: str) -> Non
             tokens_before=before,
             tokens_after=tokens_after,
         )
+
+
+def _still_over(outcome: CompactionOutcome) -> bool:
+    """True when a compaction left the history over its threshold."""
+    after = outcome.counted_after
+    return after is not None and after.should_compact

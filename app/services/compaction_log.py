@@ -15,7 +15,9 @@ Each line is a `log_event` (JSON, with the request id added by the filter) of th
 - `cached` (the summary came from the summary cache, no summarizer call) and
   `prepared_ahead` (it was summarized in the background before it was needed) and
   `prepared` (what the turn that crossed the threshold found: `ready`, `pending`,
-  `waited`; the X-Compactor-Prepared header).
+  `waited`; the X-Compactor-Prepared header);
+- `over_threshold`: the history is still over the threshold after it (a session's
+  compaction cut deeper once first; its automatic compaction then waits for new entries).
 
 Never message content.
 """
@@ -63,6 +65,7 @@ def log_compaction(
     cached: bool = False,
     prepared_ahead: bool = False,
     prepared: str | None = None,
+    over_threshold: bool = False,
 ) -> None:
     """The line of one compaction that changed the history."""
     log_event(
@@ -81,6 +84,7 @@ def log_compaction(
         cached=cached,
         prepared_ahead=prepared_ahead,
         prepared=prepared,
+        over_threshold=over_threshold,
     )
 
 

@@ -54,6 +54,10 @@ class CompactOptions:
     # Asked with the plan before the summarizer is called: a reason not to call it (the
     # proxy knows this prefix does not shrink) leaves the history uncompacted.
     skip_summary: Callable[[CompactionPlan], str | None] | None = None
+    # A session's compaction: a cut that would leave the history over the threshold is
+    # made deeper once (CompactionService.summarize), so the next turn does not pay for
+    # another summary.
+    deepen: bool = False
     # What the compaction's log line names it by: `session_id`, or the proxy's `api` and
     # prefix (app.services.compaction_log).
     subject: Mapping[str, Any] = field(default_factory=dict)

@@ -88,6 +88,7 @@ def stall_to_json(stall: CompactionStall | None) -> dict[str, Any] | None:
         "threshold": stall.threshold,
         "kept_tokens": stall.kept_tokens,
         "keep_recent_tokens": stall.keep_recent_tokens,
+        "base": stall.base,
     }
 
 
@@ -98,6 +99,7 @@ def _stall_from_json(stored: Mapping[str, Any]) -> CompactionStall:
         threshold=int(stored.get("threshold", 0)),
         kept_tokens=int(stored.get("kept_tokens", 0)),
         keep_recent_tokens=int(stored.get("keep_recent_tokens", 0)),
+        base=stored.get("base"),
     )
 
 

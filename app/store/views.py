@@ -48,6 +48,9 @@ class CompactionStall:
     threshold: int
     kept_tokens: int
     keep_recent_tokens: int
+    # The last cut summarized for it (`latest record id:first kept seq`): a later attempt
+    # on the same base would make the same ineffective summarizer call, and is skipped.
+    base: str | None = None
 
     @property
     def warning(self) -> str:

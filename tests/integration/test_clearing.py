@@ -182,7 +182,14 @@ def test_clearing_says_why_when_it_does_nothing(client: TestClient) -> None:
         client, body, force=True, strategy="clear_tool_results", clear={"keep": 1000}
     )
     assert not everything_kept["compacted"] and "nothing to clear" in everything_kept["reason"]
-    over = compact(client, body, strategy="clear_tool_results", clear={"trigger": 1_000})
+    # Over a low clearing trigger, clearing still waits for a whole cache-aware step (a
+    # quarter of the threshold at most), and says so.
+    early = compact(client, body, strategy="clear_tool_results", clear={"trigger": 1_000})
+    assert not early["compacted"] and "steps of" in early["reason"]
+    small_threshold = {"trigger_tokens": 2_000}  # the history is 2,396 tokens
+    over = compact(
+        client, body, strategy="clear_tool_results", clear={"trigger": 1_000}, **small_threshold
+    )
     assert over["compacted"] and over["applied"] == ["clear_tool_results"]
 
 

@@ -136,7 +136,10 @@ def test_auto_sessions_clear_and_summarize_a_real_transcript_in_batches(
             tokens = prepared["context"]["estimate"]["tokens"]
             assert tokens <= 30_000 or prepared["compaction_ineffective"]
         assert ["clear_tool_results"] in applied
-        assert ["clear_tool_results", "summarize"] in applied
+        # Clearing moves in cache-aware steps (COMPACTOR_CLEARING): over the threshold with
+        # no whole step ready, `auto` summarizes alone, so a batch summarizes with or
+        # without clearing first.
+        assert any("summarize" in steps for steps in applied)
         transcript = client.get(f"/sessions/{sid}/transcript", params={"limit": 5000}).json()
         assert transcript["messages"] == messages
         context = client.get(f"/sessions/{sid}/context").json()["messages"]

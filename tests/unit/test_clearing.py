@@ -13,6 +13,7 @@ from app.engine.clearing import (
     is_cleared_input,
     plan_clearing,
     result_placeholder,
+    step_under,
 )
 from app.formats import anthropic, openai
 from app.formats.registry import FORMATS
@@ -188,3 +189,21 @@ def test_the_exact_rule_keeps_exactly_keep() -> None:
         plan = plan_for(openai_history(results), "openai", keep=2)
         assert plan.kept == 2
         assert len(plan.cleared) == results - 2
+
+
+def test_a_step_is_at_least_clear_at_least_and_says_why_it_waits() -> None:
+    one = TOKENIZER.count(LONG)
+    # A step of one result, raised to three by clear_at_least: 5 uses, 2 kept, 3 clear.
+    at_least = 2 * one + one // 2
+    plan = plan_for(openai_history(5), "openai", keep=2, step_tokens=one, clear_at_least=at_least)
+    assert len(plan.cleared) == 3
+    waiting = plan_for(openai_history(4), "openai", keep=1, step_tokens=one, clear_at_least=4 * one)
+    assert not waiting.cleared and f"clear_at_least={4 * one}" in (waiting.reason or "")
+    default = plan_for(openai_history(4), "openai", keep=1, step_tokens=20_000)
+    assert not default.cleared and "COMPACTOR_CLEARING=exact" in (default.reason or "")
+
+
+def test_the_strategies_step_is_at_most_a_quarter_of_the_threshold() -> None:
+    assert step_under(20_000, 167_232) == 20_000
+    assert step_under(20_000, 31_232) == 7_808
+    assert step_under(0, 31_232) == 0  # COMPACTOR_CLEARING=exact

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import anyio
 
 from app.engine.compaction.marker import SummaryMarker
+from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.strategy import StrategyName
 from app.engine.compaction.thresholds import keep_recent_for_threshold
 from app.engine.errors import CompactorError, IneffectiveCompactionError, NothingToCompactError
@@ -49,7 +50,7 @@ from app.services.sessions.prepare_ahead import (
     kept_ahead,
 )
 from app.services.sessions.records import new_compaction, preview_record
-from app.services.sessions.stall import stall_of, waits_for_new_entries
+from app.services.sessions.stall import base_of, stall_of, waits_for_new_entries
 from app.services.sessions.transactions import SessionStore
 from app.services.strategies.registry import clearing_due, strategy_for
 from app.store.errors import DuplicateKeyError, StoreError
@@ -240,6 +241,8 @@ class SessionCompactor:
     ) -> CompactResult:
         session = view.context.session
         entry_count = session.entry_count
+        # The bases summarized (the last is the deepest cut tried), for the stall.
+        tried: list[str] = []
         try:
             result = await self._compact(
                 view.context,
@@ -250,13 +253,15 @@ class SessionCompactor:
                 force=False,
                 counted=view.counted,
                 dry_run=dry_run,
+                tried=tried,
             )
         except IneffectiveCompactionError as exc:
             result = CompactResult(compacted=False, record=None, view=view, reason=str(exc))
         if dry_run:
             return result
         if result.view.counted.should_compact:
-            stall = stall_of(result.view.context, result.view.counted, entry_count)
+            base = tried[-1] if tried else None
+            stall = stall_of(result.view.context, result.view.counted, entry_count, base)
             await _in_thread(self._set_stall, session, stall)
             return replace(result, ineffective=True, warning=stall.warning)
         if session.compaction_stall is not None:
@@ -504,14 +509,32 @@ class SessionCompactor:
         dry_run: bool = False,
         progress: ChunkProgress | None = None,
         on_recorded: OnRecorded | None = None,
+        tried: list[str] | None = None,
     ) -> CompactResult:
         """Compacts `context` (already counted as `counted` when given) and records it
         (with `dry_run`, only shows the record); the new context is built from the
-        outcome, not read and counted again."""
+        outcome, not read and counted again. The base of every summary planned is added
+        to `tried`; one the session's stall names is not summarized again."""
         session = context.session
         settings = session.settings
-        options = self._options(
-            session, trigger, instructions, thinking, force, strategy, progress=progress
+        stall = session.compaction_stall
+
+        def skip(plan: CompactionPlan) -> str | None:
+            base = base_of(context, plan.cut_index)
+            if tried is not None:
+                tried.append(base)
+            if force or stall is None or stall.base != base:
+                return None
+            return (
+                "a summary of these same messages left the context over the threshold "
+                "before; waiting for new messages to move the cut"
+            )
+
+        options = replace(
+            self._options(
+                session, trigger, instructions, thinking, force, strategy, progress=progress
+            ),
+            skip_summary=skip,
         )
         history = context.history()
         if settings.keep_recent_tokens is None:
@@ -559,6 +582,9 @@ class SessionCompactor:
             subject={"session_id": session.id},
             recall_session=session.id if self.marker.recall_hint else None,
             progress=progress,
+            # Automatic, overflow and prepared-ahead compactions cut deeper once rather
+            # than leave the context over the threshold (a manual one does as asked).
+            deepen=trigger != "manual",
         )
 
     async def _scaled_keep(

@@ -12,8 +12,11 @@ from app.services.sessions.context import SessionContext
 from app.services.sessions.views import CompactionStall
 
 
-def stall_of(context: SessionContext, counted: CountedHistory, entry_count: int) -> CompactionStall:
-    """The stall a context over the threshold represents, seen at `entry_count` entries."""
+def stall_of(
+    context: SessionContext, counted: CountedHistory, entry_count: int, base: str | None = None
+) -> CompactionStall:
+    """The stall a context over the threshold represents, seen at `entry_count` entries,
+    after a summary of `base` (None: none was made)."""
     kept = sum(
         tokens
         for index, (tokens, seq) in enumerate(zip(counted.per_message, context.seqs, strict=True))
@@ -25,9 +28,17 @@ def stall_of(context: SessionContext, counted: CountedHistory, entry_count: int)
         threshold=counted.threshold,
         kept_tokens=kept,
         keep_recent_tokens=counted.settings.keep_recent_tokens,
+        base=base,
     )
 
 
 def waits_for_new_entries(stall: CompactionStall | None, entry_count: int) -> bool:
     """True while no entry arrived since `stall` was recorded."""
     return stall is not None and stall.entry_count >= entry_count
+
+
+def base_of(context: SessionContext, cut_index: int) -> str:
+    """What a summary of `context` cut at `cut_index` is made from: the latest record
+    (its summary is the previous summary) and the first entry kept."""
+    latest = context.latest.id if context.latest is not None else ""
+    return f"{latest}:{context.seqs[cut_index]}"
