@@ -103,6 +103,8 @@ class SessionService:
         self.context = compactor.context
         self.prepare = compactor.prepare
         self.compact = compactor.compact
+        # A bound proxied turn as a dry run: its context, and what prepare would do.
+        self.preview_turn = compactor.preview_turn
         # Full-text search over the transcript, folded entries included, best first.
         self.search = search.search
         # Revert: the context before a compaction again, as a new `revert` record.
