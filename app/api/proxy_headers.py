@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from starlette.requests import Request
 
 from app.api.auth import PROXY_KEY_HEADER
-from app.services.proxy.report import AnswerMedia, ProxyAnswer, ProxyReport
+from app.services.proxy.report import AnswerMedia, CompactionPreview, ProxyAnswer, ProxyReport
 
 MODE_HEADER = "x-compactor-mode"
 SESSION_HEADER = "x-compactor-session"
+DRY_RUN_HEADER = "x-compactor-dry-run"
 # The service's own headers (X-Compactor-Key, -Mode, -Session, …) are read here and never
 # forwarded: X-Compactor-Key is a secret, and the upstream has no business with the rest.
 OWN_PREFIX = "x-compactor-"
@@ -56,6 +57,35 @@ def report_headers(report: ProxyReport) -> list[tuple[str, str]]:
         headers.append(("x-compactor-context-window-source", report.window_source))
     if report.prepared is not None:
         headers.append(("x-compactor-prepared", report.prepared))
+    if report.preview is not None:
+        headers.extend(preview_headers(report.preview))
+    return headers
+
+
+def preview_headers(preview: CompactionPreview) -> list[tuple[str, str]]:
+    """A dry run's `X-Compactor-Would-*` headers: what compaction would have done (the
+    plain X-Compactor-* headers say what was forwarded: uncompacted)."""
+
+    def number(value: int | None) -> str:
+        return "" if value is None else str(value)
+
+    headers = [
+        (DRY_RUN_HEADER, "true"),
+        ("x-compactor-would-compact", "true" if preview.would_compact else "false"),
+        ("x-compactor-would-tokens-before", number(preview.tokens_before)),
+        ("x-compactor-would-tokens-after", number(preview.tokens_after)),
+        ("x-compactor-would-fold", str(preview.folded)),
+        ("x-compactor-would-cut", number(preview.cut)),
+    ]
+    if preview.folded_seqs is not None:
+        first, last = preview.folded_seqs
+        headers.append(("x-compactor-would-fold-seqs", f"{first}-{last}"))
+    if preview.would_compact:
+        headers.append(("x-compactor-would-use-cache", "true" if preview.cache_hit else "false"))
+    if preview.reason:
+        # A header value is Latin-1 on the wire: the reason is ours, but be safe.
+        reason = preview.reason.encode("ascii", "replace").decode("ascii")
+        headers.append(("x-compactor-would-reason", reason))
     return headers
 
 

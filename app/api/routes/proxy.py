@@ -60,6 +60,15 @@ SessionHeader = Annotated[
         max_length=200,
     ),
 ]
+DryRunHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Compactor-Dry-Run",
+        description="1: forward the request uncompacted, write nothing, and report what "
+        "compaction would have done in X-Compactor-Would-* headers.",
+        max_length=10,
+    ),
+]
 _ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The upstream's answer, as it sent it (JSON, or server-sent events "
@@ -68,7 +77,8 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
     },
     400: {
         "model": Problem,
-        "description": "An invalid X-Compactor-Mode, native context management the "
+        "description": "An invalid X-Compactor-Mode or X-Compactor-Dry-Run, a dry run "
+        "of a request with native context management, native context management the "
         "service refuses (on-demand compaction refusals come in the vendor's own error "
         "shape, with its error_code), or no upstream is configured for this API (in the "
         "vendor's error shape, naming the variable to set).",
@@ -108,6 +118,21 @@ def _mode(presented: str | None, default: str) -> ProxyMode:
         ) from None
 
 
+_YES, _NO = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
+
+
+def _dry_run(presented: str | None) -> bool:
+    value = (presented or "").strip().lower()
+    if value in _YES or value in _NO:
+        return value in _YES
+    raise ApiError(
+        400,
+        "Invalid dry-run header",
+        f"X-Compactor-Dry-Run: {value!r} is neither 1 nor 0 (true/false)",
+        "invalid-dry-run",
+    )
+
+
 def proxy_response(answer: ProxyAnswer) -> Response:
     """A proxy answer as HTTP: relayed as a stream, or whole, with the report headers."""
     headers = answer_headers(answer)
@@ -124,6 +149,7 @@ def _route(api: VendorApi) -> Any:
         tenant: ProxyTenant,
         mode: ModeHeader = None,
         session: SessionHeader = None,
+        dry_run: DryRunHeader = None,
     ) -> Response:
         call = ProxyCall(
             api=api,
@@ -135,6 +161,7 @@ def _route(api: VendorApi) -> Any:
             query=request.url.query,
             path_params=path_params(request, api.path_choices),
             idempotency_key=request.headers.get("idempotency-key"),
+            dry_run=_dry_run(dry_run),
         )
 
         async def work(caller_gone: CallerGone) -> ProxyAnswer:

@@ -11,7 +11,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
-from app.engine.errors import IneffectiveCompactionError, NothingToCompactError
+from app.engine.errors import (
+    IneffectiveCompactionError,
+    InvalidContextManagementError,
+    NothingToCompactError,
+)
 from app.engine.native_edits import NativeReport
 from app.services.estimation import CountedHistory
 from app.services.native.anthropic_edits import AnthropicEditsService
@@ -206,6 +210,15 @@ class NativeStage:
             return
         if not handler.carries(call) or call.body is None:
             return
+        if call.dry_run:
+            # A native edit is the caller's own instruction, answered in the reply (its
+            # applied edits, a compaction item); forwarding the request without it would
+            # be another request, and applying it is not a preview.
+            raise InvalidContextManagementError(
+                "X-Compactor-Dry-Run previews the service's own compaction; this request "
+                "carries native context management, which cannot be previewed: send it "
+                "without the header, or without its context management"
+            )
         body = call.body
         plan = await handler.plan(call, body)
         report = exchange.report

@@ -45,6 +45,9 @@ class ProxyCall:
     # Path parameters of the route (e.g. a model name in the path).
     path_params: Mapping[str, str] = field(default_factory=dict)
     idempotency_key: str | None = None
+    # `X-Compactor-Dry-Run`: forwarded uncompacted, what compaction would have done
+    # reported, nothing written (no turn, record, cache entry, memo, lease or bill).
+    dry_run: bool = False
 
     @cached_property
     def body(self) -> dict[str, Any] | None:

@@ -15,6 +15,27 @@ class AnswerMedia(StrEnum):
     EVENT_STREAM = "event-stream"
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionPreview:
+    """What a dry-run request (`X-Compactor-Dry-Run: 1`) would have had done to it,
+    had it been sent for real: nothing of it was written or forwarded (SPEC §17)."""
+
+    would_compact: bool
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    # Messages of the caller's history (stateless) or transcript entries (bound) that
+    # the summary would stand for, and where the kept tail would start: the index in the
+    # request's history (as `POST /compact`'s `cut_index`) or the session entry's seq
+    # (as a compaction record's `first_kept_seq`).
+    folded: int = 0
+    cut: int | None = None
+    # Bound sessions: the first and last transcript entry folded.
+    folded_seqs: tuple[int, int] | None = None
+    cache_hit: bool = False
+    # Why it would not compact (under the threshold, nothing to fold, a failing summarizer).
+    reason: str | None = None
+
+
 @dataclass
 class ProxyReport:
     """What happened, for the answer's X-Compactor-* headers and the log."""
@@ -37,6 +58,8 @@ class ProxyReport:
     prepared: str | None = None
     # Why compaction was skipped or failed open, for the log (never the caller's data).
     note: str | None = None
+    # A dry run's preview (None: a request sent for real).
+    preview: CompactionPreview | None = None
 
 
 @dataclass

@@ -178,6 +178,9 @@ class ProxyService:
         """What to do with the upstream's finished reply: record it in a bound session,
         and its usage in the cost ledger; None when nothing needs it."""
         recorder, ledger = exchange.record_reply, self.ledger
+        if exchange.call.dry_run:
+            # A dry run writes nothing: no reply recorded, no line in the ledger.
+            return None
         if ledger is None:
             return recorder
         call = exchange.call
@@ -278,7 +281,9 @@ class ProxyService:
         """The body to retry with after an overflow answer, or None to give up."""
         call, report = exchange.call, exchange.report
         recover = exchange.recover_overflow
-        if recover is None or report.overflow_retried:
+        # A dry run compacts nothing, an overflow retry included: the upstream's error is
+        # the answer.
+        if recover is None or report.overflow_retried or call.dry_run:
             return None
         if not call.api.is_overflow(status, content):
             return None

@@ -14,6 +14,7 @@ SessionService's public use cases (append, context, prepare, compact).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,12 +25,13 @@ from app.formats.apis.protocol import UpstreamReply
 from app.services.json_bytes import json_bytes
 from app.services.proxy.call import ProxyCall
 from app.services.proxy.pipeline import Exchange
-from app.services.proxy.report import ProxyReport
+from app.services.proxy.report import CompactionPreview, ProxyReport
 from app.services.proxy.turns import new_messages, unrecorded
 from app.services.sessions.errors import CompactionConflictError
 from app.services.sessions.service import (
     BoundTurnResult,
     CompactResult,
+    ContextView,
     ForwardedPrompt,
     SessionService,
     TurnRequest,
@@ -74,19 +76,30 @@ class SessionBinding:
     async def bind_turn(self, call: ProxyCall) -> BoundTurnResult:
         """Records the request's new messages, once per turn however often it comes."""
         assert call.session_id is not None
-        # The transcript records what the caller sent, not a natively edited copy.
-        envelope = call.envelope
-        history = list(envelope.history) if envelope is not None and envelope.history else []
-        fmt = call.api.format
-
-        def fresh_of(stored: list[Any]) -> list[Any]:
-            fresh = new_messages(fmt, history) if stored else history
-            return unrecorded(fresh, new_messages(fmt, stored) if stored else [], fmt)
-
+        history = _received_history(call)
         request = turn_request(call, history)
         return await anyio.to_thread.run_sync(
-            self.sessions.bind_turn, call.tenant, call.session_id, request, fresh_of
+            self.sessions.bind_turn,
+            call.tenant,
+            call.session_id,
+            request,
+            _fresh_messages(call, history),
         )
+
+    async def preview(
+        self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
+    ) -> dict[str, Any]:
+        """A dry run: the body with the session's context and the request's new messages,
+        uncompacted, and in `report` what `prepare` would do with them; nothing written
+        (the turn is not recorded, so sending it for real next does all of it)."""
+        assert call.session_id is not None
+        prompt = forwarded_prompt(call, body)
+        fresh_of = _fresh_messages(call, _received_history(call))
+        view, result = await self.sessions.preview_turn(
+            call.tenant, call.session_id, fresh_of, prompt, call.caller_gone
+        )
+        report.preview = _preview_of(view, result)
+        return self._forwarded(call, body, CompactResult(False, None, view), report)
 
     async def bind(
         self,
@@ -187,6 +200,40 @@ class SessionBinding:
         return call.api.with_cache_breakpoints(body, forwarded, summary_at)
 
 
+def _received_history(call: ProxyCall) -> list[Any]:
+    # The transcript records what the caller sent, not a natively edited copy.
+    envelope = call.envelope
+    return list(envelope.history) if envelope is not None and envelope.history else []
+
+
+def _fresh_messages(call: ProxyCall, history: list[Any]) -> Callable[[list[Any]], list[Any]]:
+    """What of `history` a turn records, given the session's context messages."""
+    fmt = call.api.format
+
+    def fresh_of(stored: list[Any]) -> list[Any]:
+        fresh = new_messages(fmt, history) if stored else history
+        return unrecorded(fresh, new_messages(fmt, stored) if stored else [], fmt)
+
+    return fresh_of
+
+
+def _preview_of(view: ContextView, result: CompactResult) -> CompactionPreview:
+    """A bound dry run's report: `result` is what prepare would do to `view`."""
+    before = view.counted.estimate.tokens
+    record = result.record
+    if not result.compacted or record is None:
+        return CompactionPreview(False, before, before, reason=result.reason)
+    folded = result.folded
+    return CompactionPreview(
+        True,
+        record.tokens_before,
+        record.tokens_after,
+        folded=folded[1] - folded[0] + 1 if folded is not None else 0,
+        cut=record.first_kept_seq,
+        folded_seqs=folded,
+    )
+
+
 class SessionStage:
     """The pipeline's session binding: a request with `X-Compactor-Session` forwards the
     session's context, and its reply is recorded when the upstream finished it."""
@@ -200,6 +247,9 @@ class SessionStage:
         if not call.bound or body is None:
             return
         report = exchange.report
+        if call.dry_run:
+            exchange.body = await self.binding.preview(call, body, report)
+            return
         turn = await self.binding.bind_turn(call)
         forwarded = await self.binding.bind(call, body, report, turn)
         if forwarded is not None:

@@ -33,7 +33,7 @@ from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
 from app.services.proxy.pipeline import Exchange
 from app.services.proxy.prepare_ahead import AheadJob, PrepareAhead, Prepared
-from app.services.proxy.report import ProxyReport
+from app.services.proxy.report import CompactionPreview, ProxyReport
 from app.services.proxy.resend_memo import ResendMemos, compacted_resend, rebuilt_history
 from app.services.proxy.summary_cache import (
     INEFFECTIVE_MARKER,
@@ -253,6 +253,63 @@ class TransparentCompactor:
         if not overflow:
             await self._remember_compacted(call, history, outcome.messages, report)
         return forwarded
+
+    async def preview(self, call: ProxyCall, body: dict[str, Any]) -> CompactionPreview:
+        """What `apply` would do to `body` on a turn with no summary prepared ahead,
+        writing nothing: the summary cache is read, never filled; no memo, no background
+        summary, no bill. Over the threshold the summarizer runs (the tokens after are
+        its summary's), as `dry_run` does on a session's `prepare`."""
+        wanted = history_of(call, body)
+        if wanted is None:
+            return CompactionPreview(False, reason="the request carries no history to compact")
+        try:
+            counted = await anyio.to_thread.run_sync(self.estimation.count, wanted)
+        except InvalidHistoryError as exc:
+            return CompactionPreview(
+                False, reason=f"history not compactable: {exc.where or 'body'}"
+            )
+        before = counted.estimate.tokens
+        if not counted.should_compact:
+            return CompactionPreview(False, before, before, reason="under threshold")
+        history, inline = list(wanted.messages), counted.inline_system_count
+        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, counted.threshold // KEEP_RECENT_SHARE))
+        wanted = replace(wanted, keep_recent_tokens=keep)
+        scope = self._scope(call.api.format, wanted, history[:inline])
+        prefixes = PrefixHashes(
+            history[inline:], counted.message_digests[inline:], self._prefix_memo
+        )
+        hit = await anyio.to_thread.run_sync(
+            lambda: ignoring_store_errors(
+                lambda: self.cache.longest(call.tenant, scope, prefixes), self._store_failed
+            )
+        )
+        if hit is not None:
+            working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
+            wanted = replace(wanted, messages=working)
+            counted = await anyio.to_thread.run_sync(self.estimation.count, wanted)
+            if not counted.should_compact:
+                cut = inline + hit.prefix_len
+                tokens = counted.estimate.tokens
+                return CompactionPreview(True, before, tokens, hit.prefix_len, cut, cache_hit=True)
+        offset = 1 if hit is not None else 0
+        subject = {"api": call.api.name, "tenant": call.tenant, "dry_run": True}
+        options = CompactOptions(trigger="auto", subject=subject)
+        try:
+            outcome = await self.compaction.compact(
+                wanted, options, call.caller_gone, counted=counted
+            )
+        except (SummarizerError, IneffectiveCompactionError) as exc:
+            reason = f"compaction would fail (forwarded uncompacted): {type(exc).__name__}"
+            return CompactionPreview(False, before, before, reason=reason)
+        if not outcome.compacted:
+            return CompactionPreview(False, before, before, reason=outcome.reason)
+        if outcome.plan is None or outcome.summary is None:
+            # Tool results cleared in place: nothing folded.
+            return CompactionPreview(True, before, outcome.tokens_after)
+        folded = (hit.prefix_len if hit else 0) + outcome.plan.cut_index - inline - offset
+        return CompactionPreview(
+            True, before, outcome.tokens_after, folded, inline + folded, cache_hit=hit is not None
+        )
 
     def _log_cached(
         self,
@@ -490,7 +547,15 @@ class TransparentStage:
 
     async def run(self, exchange: Exchange) -> None:
         call = exchange.call
-        if exchange.mode is ProxyMode.OFF or call.bound:
+        if call.bound:
+            return
+        if call.dry_run:
+            # Forwarded as it came; what would have been done is only reported.
+            preview = await self._preview(exchange)
+            exchange.report.preview = preview
+            exchange.report.tokens_before = exchange.report.tokens_after = preview.tokens_before
+            return
+        if exchange.mode is ProxyMode.OFF:
             return
         body = exchange.working_body
         if body is None:
@@ -516,3 +581,12 @@ class TransparentStage:
         forwarded = await self.compactor.apply(call, body, report, counted_by=exchange)
         if forwarded is not None:
             exchange.body = forwarded
+
+    async def _preview(self, exchange: Exchange) -> CompactionPreview:
+        body = exchange.working_body
+        if exchange.mode is not ProxyMode.TRANSPARENT:
+            reason = f"{exchange.mode.value} mode: the service does not compact this request"
+            return CompactionPreview(False, reason=reason)
+        if body is None:
+            return CompactionPreview(False, reason="the body is not a JSON object")
+        return await self.compactor.preview(exchange.call, body)

@@ -29,7 +29,12 @@ from app.engine.compaction.marker import SummaryMarker
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.strategy import StrategyName
 from app.engine.compaction.thresholds import keep_recent_for_threshold
-from app.engine.errors import CompactorError, IneffectiveCompactionError, NothingToCompactError
+from app.engine.errors import (
+    CompactorError,
+    IneffectiveCompactionError,
+    NothingToCompactError,
+    SummarizerError,
+)
 from app.engine.ports import CallerGone, ChunkProgress
 from app.engine.thinking import ThinkingLevel
 from app.services.compaction import CompactionOutcome, CompactionService
@@ -42,6 +47,7 @@ from app.services.sessions.context import (
     SessionContext,
     build_context,
     compacted_context,
+    with_pending,
 )
 from app.services.sessions.errors import CompactionConflictError, StoreUnavailableError
 from app.services.sessions.prepare_ahead import (
@@ -214,6 +220,34 @@ class SessionCompactor:
                 # session's next requests wait for it to run out.
                 with anyio.CancelScope(shield=True):
                     await _in_thread(self._release_lease, session, owner)
+
+    async def preview_turn(
+        self,
+        tenant: str,
+        session_id: str,
+        fresh_of: Callable[[list[Any]], list[Any]],
+        prompt: ForwardedPrompt | None = None,
+        caller_gone: CallerGone = lambda: False,
+    ) -> tuple[ContextView, CompactResult]:
+        """A bound proxied turn as a dry run: the context it forwards (the session's, with
+        the request's new messages, `fresh_of` the stored ones, after it in memory) and
+        what `prepare` would do to it. Nothing is written: no entry, lease or record."""
+
+        def read() -> ContextView:
+            context = self.load_context(tenant, session_id, prompt)
+            pending = with_pending(context, fresh_of(context.messages))
+            return ContextView(pending, self.estimation.count(pending.history()))
+
+        view = await _in_thread(read)
+        waived = self._not_due(view)
+        if waived is not None:
+            return view, waived
+        try:
+            return view, await self._compact_due(view, caller_gone, dry_run=True)
+        except SummarizerError as exc:
+            # What the turn would do: fail open, forwarded uncompacted.
+            reason = f"compaction would fail (forwarded uncompacted): {type(exc).__name__}"
+            return view, CompactResult(compacted=False, record=None, view=view, reason=reason)
 
     def _not_due(self, view: ContextView) -> CompactResult | None:
         """The answer when no automatic compaction is due (None: it is)."""

@@ -186,3 +186,19 @@ def context_before(context: SessionContext, end_seq: int) -> SessionContext:
         usage=usage,
         estimate_floor=floor,
     )
+
+
+def with_pending(context: SessionContext, messages: Sequence[Any]) -> SessionContext:
+    """`context` with `messages` after it as the next entries would be, numbered as they
+    would be: a dry run's turn, counted and previewed, never stored."""
+    if not messages:
+        return context
+    wire = FORMATS.get(context.format)
+    start = context.session.entry_count
+    added = wire.without_cache_breakpoints(list(messages))
+    return replace(
+        context,
+        session=replace(context.session, entry_count=start + len(added)),
+        messages=[*context.messages, *added],
+        seqs=[*context.seqs, *range(start, start + len(added))],
+    )

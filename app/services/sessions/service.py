@@ -113,6 +113,8 @@ class SessionService:
         # new queued job at once; later, its state, progress and record.
         self.start_compaction_job = self.jobs.start
         self.compaction_job = self.jobs.get
+        # A bound proxied turn as a dry run: its context, and what prepare would do.
+        self.preview_turn = compactor.preview_turn
         # Full-text search over the transcript, folded entries included, best first.
         self.search = search.search
         # Revert: the context before a compaction again, as a new `revert` record.
