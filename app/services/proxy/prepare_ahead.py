@@ -24,15 +24,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
-from anyio.abc import TaskGroup
 
 from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.errors import IneffectiveCompactionError
 from app.json_logging import log_event
+from app.services.background import CancelledOnExit
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_prepared_summary
 from app.services.cost_ledger import CostLedger
@@ -124,31 +123,14 @@ class _Lru(OrderedDict[Any, Any]):
             self.popitem(last=False)
 
 
-class BackgroundSummaries:
+class BackgroundSummaries(CancelledOnExit):
     """Background work by key: one at a time per key, retried at most once after a
     failure, all of it cancelled when the block ends (the app's lifespan)."""
 
     def __init__(self) -> None:
-        self._group: TaskGroup | None = None
+        super().__init__()
         self._running: dict[Any, anyio.Event] = {}
         self._failures: _Lru = _Lru()
-
-    async def __aenter__(self) -> BackgroundSummaries:
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        group, self._group = self._group, None
-        if group is None:
-            return None
-        group.cancel_scope.cancel()
-        return await group.__aexit__(exc_type, exc, tb)
 
     def running(self, key: Any) -> bool:
         """True while the work of `key` runs."""

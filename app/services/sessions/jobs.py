@@ -18,13 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
 
 from app.engine.errors import CompactorError
+from app.services.background import CancelledOnExit
 from app.services.sessions.compactions import SessionCompactor
 from app.services.sessions.errors import (
     JobAbandonedError,
@@ -73,7 +72,7 @@ class _Progress:
         self.changed.set()
 
 
-class CompactionJobs:
+class CompactionJobs(CancelledOnExit):
     """Starts compaction jobs in the background of this process and reads them back.
     Runs inside `async with` (the app's lifespan): leaving it cancels every job."""
 
@@ -88,25 +87,7 @@ class CompactionJobs:
         self._compactor = compactor
         self._retention = retention
         self._heartbeat = heartbeat
-        self._group: TaskGroup | None = None
-
-    async def __aenter__(self) -> CompactionJobs:
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._group = group
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        group, self._group = self._group, None
-        if group is None:
-            return None
-        group.cancel_scope.cancel()
-        return await group.__aexit__(exc_type, exc, tb)
+        super().__init__()
 
     async def start(self, tenant: str, session_id: str, request: JobRequest) -> CompactionJobView:
         """A new queued job of the tenant's session, already running in the background."""
