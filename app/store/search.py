@@ -1,7 +1,8 @@
 """Full-text search of transcript entries: SQLite FTS5 on the embedded store, PostgreSQL
-full-text search (an expression GIN index) in production. The index objects belong to
-the migrations (`0007`), not to the models: `SEARCH_INDEX_OBJECTS` names them so schema
-comparison leaves them alone.
+full-text search in production — a stored, generated `tsvector` column with a GIN index
+(`0012`; an expression index before it, `0009`). The index objects belong to the
+migrations, not to the models: `SEARCH_INDEX_OBJECTS` and `PG_VECTOR_COLUMN` name them so
+schema comparison leaves them alone.
 
 Queries arrive parsed (`app.engine.search.SearchQuery`) and are rendered here with every
 word quoted or bound as a parameter, so no user text is ever read as search syntax by
@@ -21,6 +22,10 @@ from app.engine.search import MatchMode, SearchQuery, SearchTerm
 
 FTS_TABLE = "transcript_search"
 PG_INDEX = "ix_transcript_entries_search"
+# The stored tsvector (PostgreSQL only): matching and ranking read it instead of parsing
+# each candidate's text again — with the expression index, ranking re-ran to_tsvector on
+# every hit, and a query over a 10,000-entry session took seconds (bench/store.py).
+PG_VECTOR_COLUMN = "search_vector"
 
 
 def outside_the_models(obj: object, name: str | None, type_: str, *_: object) -> bool:
@@ -30,6 +35,8 @@ def outside_the_models(obj: object, name: str | None, type_: str, *_: object) ->
     if name is None:
         return True
     if type_ == "table" and (name == FTS_TABLE or name.startswith(FTS_TABLE + "_")):
+        return False
+    if type_ == "column" and name == PG_VECTOR_COLUMN:
         return False
     return not (type_ == "index" and name == PG_INDEX)
 
@@ -154,7 +161,28 @@ def pg_vector_sql(column: str = "search_text") -> str:
 
 
 def pg_create_statement() -> str:
+    """The expression index of `0009` (and of `0012`'s downgrade)."""
     return f"CREATE INDEX {PG_INDEX} ON transcript_entries USING gin ({pg_vector_sql()})"
+
+
+def pg_vector_column_statements() -> list[str]:
+    """`0012`: the expression index replaced by a stored generated column and its GIN
+    index. Adding a generated column computes it for every existing row (the backfill)
+    and PostgreSQL keeps it on every insert and update of `search_text`."""
+    return [
+        pg_drop_statement(),
+        f"ALTER TABLE transcript_entries ADD COLUMN {PG_VECTOR_COLUMN} tsvector "
+        f"GENERATED ALWAYS AS ({pg_vector_sql()}) STORED",
+        f"CREATE INDEX {PG_INDEX} ON transcript_entries USING gin ({PG_VECTOR_COLUMN})",
+    ]
+
+
+def pg_vector_column_drop_statements() -> list[str]:
+    return [
+        pg_drop_statement(),
+        f"ALTER TABLE transcript_entries DROP COLUMN IF EXISTS {PG_VECTOR_COLUMN}",
+        pg_create_statement(),
+    ]
 
 
 def pg_drop_statement() -> str:
@@ -195,7 +223,7 @@ def _pg_search(
         f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_END}, MaxWords={SNIPPET_WORDS}, "
         'MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
     )
-    vector = pg_vector_sql("e.search_text")
+    vector = f"e.{PG_VECTOR_COLUMN}"
     headline = f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(search_text, ''), query, :options)"
     # The headline is made for the hits only (it re-reads their text: costly per row).
     sql = text(

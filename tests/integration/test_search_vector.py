@@ -1,0 +1,67 @@
+"""Migration 0012 (PostgreSQL): search reads a stored, generated tsvector column with a
+GIN index on it. Entries stored before it are found after it (the column is computed for
+them when it is added), entries appended after it too, and the downgrade gives back the
+expression index the previous revision searched with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.store.migrate import downgrade, upgrade
+from app.store.search import PG_INDEX, PG_VECTOR_COLUMN
+from app.tokenizers.bpe import TokenizerRegistry
+from tests.conftest import fresh_database
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh PostgreSQL database at the head revision (the search column is PG's)."""
+    yield from fresh_database(request, tmp_path, "postgresql")
+
+
+def _index_definition(url: str) -> str:
+    with psycopg.connect(url) as db:
+        row = db.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (PG_INDEX,)
+        ).fetchone()
+    assert row is not None, "no search index"
+    return str(row[0])
+
+
+def _hits(client: TestClient, sid: str, q: str) -> list[int]:
+    found = client.get(f"/sessions/{sid}/search", params={"q": q})
+    assert found.status_code == 200, found.text
+    return [h["seq"] for h in found.json()["hits"]]
+
+
+def test_search_reads_the_stored_vector_and_finds_old_and_new_entries(
+    pg_url: str, tokenizers: TokenizerRegistry
+) -> None:
+    assert PG_VECTOR_COLUMN in _index_definition(pg_url)
+    settings = Settings(database_url=pg_url, auto_migrate=False)
+    # A session stored at the revision before (the expression index), then upgraded.
+    downgrade(pg_url, "0011_compaction_jobs")
+    assert "to_tsvector" in _index_definition(pg_url)
+    stored = [
+        {"role": "user", "content": "Deploy to deploy/staging.toml, port 8443."},
+        {"role": "assistant", "content": "Deployed; nginx fronts it."},
+    ]
+    with TestClient(create_app(settings, tokenizers=tokenizers)) as client:
+        sid = client.post("/sessions", json={}).json()["id"]
+        client.post(f"/sessions/{sid}/messages", json={"messages": stored})
+    upgrade(pg_url)
+    assert PG_VECTOR_COLUMN in _index_definition(pg_url)
+    with TestClient(create_app(settings, tokenizers=tokenizers)) as client:
+        assert _hits(client, sid, "staging") == [0]
+        assert _hits(client, sid, "nginx") == [1]
+        more = [{"role": "user", "content": "Now roll back the staging deploy."}]
+        client.post(f"/sessions/{sid}/messages", json={"messages": more})
+        assert set(_hits(client, sid, "staging")) == {0, 2}
+        assert _hits(client, sid, "roll back") == [2]
