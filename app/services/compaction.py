@@ -187,8 +187,14 @@ class CompactionService:
 
     async def clear(self, job: CompactionJob) -> ClearedHistory:
         """Plans (and when it clears anything, applies and counts) tool-result clearing."""
-        step = step_under(self.clear_step_tokens, job.counted.threshold)
-        settings = replace(job.options.clear, step_tokens=step)
+        options = job.options
+        # Steps keep a prefix byte-stable across the turns of an agent that resends its
+        # history; a compaction the caller forced (manual, overflow, a forced /compact)
+        # clears now by the per-request rule, as asked — except the background one that
+        # stands for the automatic compaction to come (prepared ahead).
+        asked_now = options.force and options.trigger != "prepare_ahead"
+        step = 0 if asked_now else step_under(self.clear_step_tokens, job.counted.threshold)
+        settings = replace(options.clear, step_tokens=step)
         return await _off_loop(clear_history, self.estimation, job.history, job.counted, settings)
 
     def not_compacted(self, job: CompactionJob, reason: str | None) -> CompactionOutcome:
