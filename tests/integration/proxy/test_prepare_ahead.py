@@ -21,48 +21,21 @@ from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import openai_client
-from tests.integration.proxy.conftest import proxy_settings
+from tests.integration.proxy.prepare_ahead_helpers import (
+    ahead_settings,
+    stored,
+    until_stored,
+    user_turn,
+)
 
 # gpt-4: window 8,192, threshold 6,963; the soft threshold at 0.8 is 5,570 tokens.
 MODEL = "gpt-4"
-STORED = 'compactor_prepared_summaries_total{outcome="stored"}'
-
-
-def user_turn(i: int, words: int = 100) -> dict[str, Any]:
-    return {"role": "user", "content": f"Turn {i}: " + " ".join(f"w{i}x{j}" for j in range(words))}
 
 
 @pytest.fixture
 def summarizer() -> Iterator[OpenAIFake]:
     with OpenAIFake() as fake:
         yield fake
-
-
-def _settings(tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, **more: Any) -> Any:
-    return proxy_settings(
-        tmp_path,
-        upstream,
-        summarizer="openai",
-        summarizer_base_url=f"{summarizer.base_url}/v1",
-        summarizer_model="gpt-4o-mini",
-        summarizer_api_key="sk-summarizer",
-        **{"prepare_ahead_ratio": 0.8, **more},
-    )
-
-
-def _stored(url: str) -> float:
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(STORED):
-            return float(line.split()[-1])
-    return 0.0
-
-
-def _until_stored(url: str, count: float) -> None:
-    """Polls /metrics until `count` prepared summaries are stored (a safety limit only)."""
-    deadline = time.monotonic() + 60
-    while _stored(url) < count:
-        assert time.monotonic() < deadline, "no prepared summary was stored"
-        time.sleep(0.05)
 
 
 def _turn(client: Any, history: list[dict[str, Any]]) -> Any:
@@ -74,7 +47,7 @@ def _turn(client: Any, history: list[dict[str, Any]]) -> Any:
 def test_the_summary_is_ready_when_the_threshold_is_crossed(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
         crossed = None
@@ -85,7 +58,7 @@ def test_the_summary_is_ready_when_the_threshold_is_crossed(
             if 5_570 < tokens <= 6_963:
                 # Started in the background, under the threshold: the turn went on as is.
                 assert raw.headers["x-compactor-compacted"] == "false"
-                _until_stored(url, 1)
+                until_stored(url, 1)
             elif tokens <= 5_570:
                 assert summarizer.received == []
             if tokens > 6_963:
@@ -102,7 +75,7 @@ def test_not_ready_yet_the_request_goes_on_uncompacted_and_the_next_turn_uses_it
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
     summarizer.script(Reply.held())
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
         pending = None
@@ -117,7 +90,7 @@ def test_not_ready_yet_the_request_goes_on_uncompacted_and_the_next_turn_uses_it
         assert pending.headers["x-compactor-compacted"] == "false"
         assert upstream.received[-1].body["messages"] == history[:-1]
         summarizer.release.set()
-        _until_stored(url, 1)
+        until_stored(url, 1)
         history.append(user_turn(99))
         ready = _turn(client, history)
         assert ready.headers["x-compactor-compacted"] == "true"
@@ -128,7 +101,7 @@ def test_not_ready_yet_the_request_goes_on_uncompacted_and_the_next_turn_uses_it
 def test_off_summarizes_inline_and_never_under_the_threshold(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    settings = _settings(tmp_path, upstream, summarizer, prepare_ahead_ratio="off")
+    settings = ahead_settings(tmp_path, upstream, summarizer, prepare_ahead_ratio="off")
     with live_service(settings) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
@@ -147,13 +120,13 @@ def test_off_summarizes_inline_and_never_under_the_threshold(
 def test_a_history_under_the_soft_threshold_starts_nothing(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [user_turn(i) for i in range(12)]
         raw = _turn(client, history)
         assert int(raw.headers["x-compactor-tokens-before"]) <= 5_570
         assert summarizer.received == []
-        assert _stored(url) == 0
+        assert stored(url) == 0
         assert "compactor_prepared_wasted_total 0.0" in httpx.get(f"{url}/metrics").text
 
 
@@ -183,7 +156,7 @@ def test_a_failed_background_summary_is_retried_once_and_never_fails_a_turn(
 ) -> None:
     # A 400 is not retried by the transport: each background attempt is one call.
     summarizer.script(*(Reply.status_only(400, {"error": {"message": "no"}}) for _ in range(2)))
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
         compacted = None

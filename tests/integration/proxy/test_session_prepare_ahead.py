@@ -9,7 +9,6 @@ see which turn called it and what each turn got, never how long anything took.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,16 @@ from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import openai_client
-from tests.integration.proxy.conftest import proxy_settings
+from tests.integration.proxy.prepare_ahead_helpers import (
+    ahead_settings,
+    stored,
+    until_stored,
+    user_turn,
+)
 
 # gpt-4: window 8,192, threshold 6,963; the soft threshold at 0.8 is 5,570 tokens.
 MODEL = "gpt-4"
 THRESHOLD, SOFT = 6_963, 5_570
-STORED = 'compactor_prepared_summaries_total{outcome="stored"}'
-
-
-def user_turn(i: int, words: int = 100) -> dict[str, Any]:
-    return {"role": "user", "content": f"Turn {i}: " + " ".join(f"w{i}x{j}" for j in range(words))}
 
 
 @pytest.fixture
@@ -39,37 +38,10 @@ def summarizer() -> Iterator[OpenAIFake]:
         yield fake
 
 
-def _settings(tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, **more: Any) -> Any:
-    return proxy_settings(
-        tmp_path,
-        upstream,
-        summarizer="openai",
-        summarizer_base_url=f"{summarizer.base_url}/v1",
-        summarizer_model="gpt-4o-mini",
-        summarizer_api_key="sk-summarizer",
-        **{"prepare_ahead_ratio": 0.8, **more},
-    )
-
-
 def _session(url: str) -> str:
     created = httpx.post(f"{url}/sessions", json={"model": MODEL, "format": "openai"})
     assert created.status_code == 201, created.text
     return str(created.json()["id"])
-
-
-def _stored(url: str) -> float:
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(STORED):
-            return float(line.split()[-1])
-    return 0.0
-
-
-def _until_stored(url: str, count: float) -> None:
-    """Polls /metrics until `count` prepared compactions are kept (a safety limit only)."""
-    deadline = time.monotonic() + 60
-    while _stored(url) < count:
-        assert time.monotonic() < deadline, "no prepared compaction was kept"
-        time.sleep(0.05)
 
 
 def _turn(client: Any, history: list[dict[str, Any]]) -> Any:
@@ -86,7 +58,7 @@ def _compactions(url: str, sid: str) -> list[dict[str, Any]]:
 def test_the_crossing_turn_records_the_prepared_compaction_without_a_summarizer_call(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         sid = _session(url)
         client = openai_client(url, **{"X-Compactor-Session": sid})
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
@@ -103,7 +75,7 @@ def test_the_crossing_turn_records_the_prepared_compaction_without_a_summarizer_
                 break
             assert raw.headers["x-compactor-compacted"] == "false"
             if tokens > SOFT:
-                _until_stored(url, 1)
+                until_stored(url, 1)
             else:
                 assert summarizer.received == []
         assert crossed is not None
@@ -125,7 +97,7 @@ def test_not_ready_yet_the_turn_goes_on_uncompacted_and_the_next_one_uses_it(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
     summarizer.script(Reply.held())
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         sid = _session(url)
         client = openai_client(url, **{"X-Compactor-Session": sid})
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
@@ -142,7 +114,7 @@ def test_not_ready_yet_the_turn_goes_on_uncompacted_and_the_next_one_uses_it(
         assert upstream.bodies("/chat/completions")[-1]["messages"] == history[:-1]
         assert _compactions(url, sid) == []
         summarizer.release.set()
-        _until_stored(url, 1)
+        until_stored(url, 1)
         history.append(user_turn(99))
         ready = _turn(client, history)
         assert ready.headers["x-compactor-compacted"] == "true"
@@ -154,7 +126,7 @@ def test_not_ready_yet_the_turn_goes_on_uncompacted_and_the_next_one_uses_it(
 def test_rest_prepare_uses_the_compaction_prepared_by_an_earlier_prepare(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    with live_service(_settings(tmp_path, upstream, summarizer)) as url:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         sid = _session(url)
         result: dict[str, Any] = {}
         for turn in range(40):
@@ -168,7 +140,7 @@ def test_rest_prepare_uses_the_compaction_prepared_by_an_earlier_prepare(
                 assert len(summarizer.received) == calls
                 break
             if result["context"]["estimate"]["tokens"] > SOFT:
-                _until_stored(url, 1)
+                until_stored(url, 1)
         assert result["compacted"], result
         assert len(summarizer.received) == 1
         assert result["compaction"]["tokens_before"] > THRESHOLD
@@ -178,7 +150,7 @@ def test_rest_prepare_uses_the_compaction_prepared_by_an_earlier_prepare(
 def test_off_compacts_inline_and_a_history_under_the_soft_threshold_starts_nothing(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
-    settings = _settings(tmp_path, upstream, summarizer, prepare_ahead_ratio="off")
+    settings = ahead_settings(tmp_path, upstream, summarizer, prepare_ahead_ratio="off")
     with live_service(settings) as url:
         sid = _session(url)
         client = openai_client(url, **{"X-Compactor-Session": sid})
@@ -193,4 +165,4 @@ def test_off_compacts_inline_and_a_history_under_the_soft_threshold_starts_nothi
                 assert len(summarizer.received) == calls + 1
                 assert "x-compactor-prepared" not in raw.headers
                 break
-        assert _stored(url) == 0
+        assert stored(url) == 0
