@@ -6,19 +6,23 @@ schema comparison leaves them alone.
 
 Queries arrive parsed (`app.engine.search.SearchQuery`) and are rendered here with every
 word quoted or bound as a parameter, so no user text is ever read as search syntax by
-the database: what the database is given always parses.
+the database: what the database is given always parses. The database ranks; the
+snippets of the hits shown are made in Python (`app.engine.search_snippets`), which is
+much cheaper than the databases' highlighters.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import Stemmer
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.engine.search import MatchMode, SearchQuery, SearchTerm
+from app.engine.search_snippets import Snippets
 
 FTS_TABLE = "transcript_search"
 PG_INDEX = "ix_transcript_entries_search"
@@ -42,9 +46,11 @@ def outside_the_models(obj: object, name: str | None, type_: str, *_: object) ->
 
 
 PG_CONFIG = "english"
-# What `ts_headline`/`snippet` put around a matched word.
+# The stemmers of the two indexes (FTS5's `porter` tokenizer; PostgreSQL's `english`
+# configuration is Snowball's English): snippets mark the words the index matched.
+SQLITE_STEMMER, PG_STEMMER = "porter", "english"
+# What a snippet puts around a matched word.
 HIGHLIGHT_START, HIGHLIGHT_END = "**", "**"
-SNIPPET_WORDS = 24
 
 # Everything the search migration creates outside the models (FTS5's shadow tables too).
 SEARCH_INDEX_OBJECTS = frozenset(
@@ -58,11 +64,12 @@ SEARCH_INDEX_OBJECTS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class SearchRow:
-    """One matching entry, best first: its sequence number, message, snippet and score
-    (higher is better on every backend)."""
+    """One matching entry, best first: its sequence number, the role its message says
+    it has (a Responses item: its type), snippet and score (higher is better on every
+    backend)."""
 
     seq: int
-    message: Any
+    role: str
     snippet: str
     score: float
 
@@ -122,29 +129,26 @@ def _sqlite_search(
     db: Session, session_id: str, query: SearchQuery, limit: int, max_seq: int | None
 ) -> list[SearchRow]:
     below = "AND e.seq < :max_seq" if max_seq is not None else ""
+    # Ranked on the index alone; the text and role are read for the `limit` best only.
     sql = text(
-        f"SELECT e.seq, e.message, "
-        f"snippet({FTS_TABLE}, 0, :start, :end, '…', :words) AS snip, "
-        f"bm25({FTS_TABLE}) AS score "
+        f"WITH hits AS (SELECT e.id, e.seq, bm25({FTS_TABLE}) AS score "
         f"FROM {FTS_TABLE} JOIN transcript_entries AS e ON e.id = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH :expression AND e.session_id = :session_id {below} "
-        "ORDER BY score, e.seq DESC LIMIT :limit"
+        "ORDER BY score, e.seq DESC LIMIT :limit) "
+        "SELECT hits.seq, coalesce(json_extract(e.message, '$.role'), "
+        "json_extract(e.message, '$.type')), e.search_text, hits.score "
+        "FROM hits JOIN transcript_entries AS e ON e.id = hits.id "
+        "ORDER BY hits.score, hits.seq DESC"
     )
     params: dict[str, Any] = {
         "expression": fts5_expression(query),
         "session_id": session_id,
         "limit": limit,
-        "start": HIGHLIGHT_START,
-        "end": HIGHLIGHT_END,
-        "words": SNIPPET_WORDS,
         "max_seq": max_seq,
     }
     rows = db.execute(sql, params).all()
     # bm25 is lower-is-better (negative); the API's score is higher-is-better.
-    return [
-        SearchRow(int(seq), _json(message), snip or "", -float(score))
-        for seq, message, snip, score in rows
-    ]
+    return _rows(rows, query, SQLITE_STEMMER, lambda score: -float(score))
 
 
 # --- PostgreSQL -------------------------------------------------------------------
@@ -219,32 +223,39 @@ def _pg_search(
     params: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_seq": max_seq}
     tsquery = pg_tsquery(query, params)
     below = "AND e.seq < :max_seq" if max_seq is not None else ""
-    params["options"] = (
-        f"StartSel={HIGHLIGHT_START}, StopSel={HIGHLIGHT_END}, MaxWords={SNIPPET_WORDS}, "
-        'MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
-    )
     vector = f"e.{PG_VECTOR_COLUMN}"
-    headline = f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(search_text, ''), query, :options)"
-    # The headline is made for the hits only (it re-reads their text: costly per row).
+    # The query inline (not from a CTE) so the planner sees a constant for the GIN
+    # index; the text and role are read for the `limit` best only.
     sql = text(
-        f"WITH q AS (SELECT {tsquery} AS query), hits AS ("
-        f"SELECT e.seq, e.message, e.search_text, ts_rank_cd({vector}, q.query) AS score, "
-        "q.query FROM transcript_entries AS e, q "
-        f"WHERE e.session_id = :session_id AND {vector} @@ q.query {below} "
+        f"WITH hits AS (SELECT e.id, e.seq, ts_rank_cd({vector}, {tsquery}) AS score "
+        "FROM transcript_entries AS e "
+        f"WHERE e.session_id = :session_id AND {vector} @@ ({tsquery}) {below} "
         "ORDER BY score DESC, e.seq DESC LIMIT :limit) "
-        f"SELECT seq, message, {headline}, score FROM hits ORDER BY score DESC, seq DESC"
+        "SELECT hits.seq, coalesce(e.message ->> 'role', e.message ->> 'type'), "
+        "e.search_text, hits.score FROM hits JOIN transcript_entries AS e ON e.id = hits.id "
+        "ORDER BY hits.score DESC, hits.seq DESC"
     )
     rows = db.execute(sql, params).all()
+    return _rows(rows, query, PG_STEMMER, float)
+
+
+def _rows(
+    rows: Sequence[Any], query: SearchQuery, stemmer: str, score: Callable[[Any], float]
+) -> list[SearchRow]:
+    """Rows of (seq, role, text, score) as SearchRows, each with its snippet. A stemmer
+    of its own per search: PyStemmer's objects are not safe to share between threads."""
+    snippets = Snippets(
+        query, Stemmer.Stemmer(stemmer).stemWord, mark=(HIGHLIGHT_START, HIGHLIGHT_END)
+    )
     return [
-        SearchRow(int(seq), _json(message), snip or "", float(score))
-        for seq, message, snip, score in rows
+        SearchRow(
+            seq=int(seq),
+            role=role if isinstance(role, str) else "unknown",
+            snippet=snippets.of(found or ""),
+            score=score(value),
+        )
+        for seq, role, found, value in rows
     ]
-
-
-def _json(value: Any) -> Any:
-    """The message column read by raw SQL: PostgreSQL's driver decodes JSON already,
-    SQLite hands back the text."""
-    return json.loads(value) if isinstance(value, str) else value
 
 
 class SearchRepository:

@@ -4,7 +4,6 @@ left out is still found, with where it is and whether the context still holds it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.engine.errors import CompactorError
 from app.engine.search import MatchMode, SearchQueryError, parse_query
@@ -35,15 +34,6 @@ class SearchResult:
     hits: list[SearchHit]
     # "all": every word matched; "any": none matched every word, so any word was enough.
     match: MatchMode
-
-
-def role_of(message: Any) -> str:
-    """The role a wire message says it has (a Responses item: its type)."""
-    if isinstance(message, dict):
-        role = message.get("role") or message.get("type")
-        if isinstance(role, str):
-            return role
-    return "unknown"
 
 
 class TranscriptSearch:
@@ -84,7 +74,7 @@ class TranscriptSearch:
             hits.append(
                 SearchHit(
                     seq=row.seq,
-                    role=role_of(row.message),
+                    role=row.role,
                     snippet=row.snippet,
                     folded=folded,
                     rank=len(hits) + 1,
