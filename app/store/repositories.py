@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
@@ -376,11 +376,8 @@ class IdempotencyRepository:
         """The append kept under `key`, unless it was made before `not_before`: an expired
         key is deleted here, so the batch it comes with appends as new."""
         row = self.db.get(IdempotencyKeyRow, (session_id, key))
+        row = _unexpired(self.db, row, not_before)
         if row is None:
-            return None
-        if _before(row.created_at, not_before):
-            self.db.delete(row)
-            self.db.flush()
             return None
         return IdempotentAppend(row.request_hash, AppendResult(**row.response))
 
@@ -430,11 +427,8 @@ class BoundTurnRepository:
         """The turn kept under `key`, unless it was bound before `not_before` (then it is
         deleted here: the request counts as new)."""
         row = self.db.get(BoundTurnRow, (session_id, key), populate_existing=True)
+        row = _unexpired(self.db, row, not_before)
         if row is None:
-            return None
-        if _before(row.created_at, not_before):
-            self.db.delete(row)
-            self.db.flush()
             return None
         return BoundTurn(row.key, row.request_hash, int(row.end_seq), _int(row.reply_end_seq))
 
@@ -488,3 +482,18 @@ def _int(value: int | None) -> int | None:
 
 def _before(moment: datetime, not_before: datetime) -> bool:
     return aware(moment) < not_before
+
+
+_Kept = TypeVar("_Kept", IdempotencyKeyRow, BoundTurnRow)
+
+
+def _unexpired(db: Session, row: _Kept | None, not_before: datetime) -> _Kept | None:
+    """`row` unless it was made before `not_before`; an expired row is deleted here, so
+    what it was kept for counts as new (the periodic clean-up may not have reached it)."""
+    if row is None:
+        return None
+    if _before(row.created_at, not_before):
+        db.delete(row)
+        db.flush()
+        return None
+    return row
