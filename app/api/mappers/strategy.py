@@ -44,7 +44,7 @@ def cleared_out(cleared: Iterable[ClearedToolUse]) -> list[ClearedToolUseOut]:
             tool_call_id=c.tool_call_id,
             tool_name=c.tool_name,
             placeholder=c.placeholder,
-            input_cleared=c.input_placeholder is not None,
+            input_cleared=c.input_cleared,
             tokens_saved=c.tokens_saved,
         )
         for c in cleared

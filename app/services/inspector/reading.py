@@ -17,7 +17,6 @@ from app.services.inspector.curve import CompactionCost, token_curve
 from app.services.inspector.summary_diff import diff_summaries
 from app.services.inspector.transcript_view import EntryState, EntryView, entry_parts
 from app.services.inspector.views import (
-    ClearedUse,
     CompactionView,
     Page,
     SessionInspection,
@@ -192,16 +191,7 @@ def _compaction_views(
                 summary=record.summary,
                 diff=diff_summaries(previous_summary, record.summary),
                 restored_facts=tuple((f.kind, f.text) for f in record.restored_facts),
-                cleared=tuple(
-                    ClearedUse(
-                        tool_call_id=c.tool_call_id,
-                        tool_name=c.tool_name,
-                        placeholder=c.placeholder,
-                        input_cleared=c.input_placeholder is not None,
-                        tokens_saved=c.tokens_saved,
-                    )
-                    for c in record.cleared_tool_uses
-                ),
+                cleared=record.cleared_tool_uses,
                 instructions=record.instructions,
                 current_request=record.current_request,
             )
