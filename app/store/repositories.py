@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -439,16 +440,7 @@ class BoundTurnRepository:
                 BoundTurnRow.session_id == session_id, BoundTurnRow.key == turn.key
             )
         )
-        self.db.add(
-            BoundTurnRow(
-                session_id=session_id,
-                key=turn.key,
-                request_hash=turn.request_hash,
-                end_seq=turn.end_seq,
-                reply_end_seq=turn.reply_end_seq,
-                created_at=now,
-            )
-        )
+        self.db.add(BoundTurnRow(session_id=session_id, created_at=now, **asdict(turn)))
         self.db.flush()
 
     def set_reply(self, session_id: str, key: str, reply_end_seq: int) -> None:
