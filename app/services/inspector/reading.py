@@ -23,6 +23,7 @@ from app.services.inspector.views import (
     SessionItem,
     SessionList,
 )
+from app.services.sessions.context import session_history
 from app.services.sessions.service import SessionService
 from app.services.sessions.views import CompactionRecord, SessionView
 
@@ -92,20 +93,7 @@ class InspectorService:
     def _count(
         self, session: SessionView, wire: WireFormat, messages: Sequence[Any]
     ) -> CountedHistory:
-        settings = session.settings
-        return self._sessions.estimation.count(
-            HistoryInput(
-                messages=messages,
-                format=wire.name,
-                system=session.system,
-                tools=session.tools or (),
-                model=session.model,
-                context_window=settings.context_window,
-                reserve_tokens=settings.reserve_tokens,
-                trigger_tokens=settings.trigger_tokens,
-                keep_recent_tokens=settings.keep_recent_tokens,
-            )
-        )
+        return self._sessions.estimation.count(session_history(session, wire.name, messages))
 
     def _message_counts(
         self, wire: WireFormat, session: SessionView, messages: Sequence[Any]
