@@ -399,23 +399,9 @@ class IdempotencyRepository:
         self.db.flush()
 
     def delete_expired(self, not_before: datetime, limit: int) -> int:
-        """Deletes up to `limit` keys made before `not_before`, oldest first; how many.
-
-        Rows another transaction is deleting are skipped (PostgreSQL SKIP LOCKED), so
-        concurrent appends never wait on each other's clean-up."""
-        expired = (
-            select(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key)
-            .where(IdempotencyKeyRow.created_at < not_before)
-            .order_by(IdempotencyKeyRow.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        done = self.db.execute(
-            delete(IdempotencyKeyRow)
-            .where(tuple_(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key).in_(expired))
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(done, "rowcount", 0) or 0)
+        """Deletes up to `limit` keys made before `not_before`, oldest first; how many
+        (concurrent appends never wait on each other's clean-up)."""
+        return _delete_expired(self.db, IdempotencyKeyRow, not_before, limit)
 
 
 class BoundTurnRepository:
@@ -454,18 +440,7 @@ class BoundTurnRepository:
     def delete_expired(self, not_before: datetime, limit: int) -> None:
         """Deletes up to `limit` turns bound before `not_before`, oldest first (rows
         another transaction is deleting are skipped)."""
-        expired = (
-            select(BoundTurnRow.session_id, BoundTurnRow.key)
-            .where(BoundTurnRow.created_at < not_before)
-            .order_by(BoundTurnRow.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        self.db.execute(
-            delete(BoundTurnRow)
-            .where(tuple_(BoundTurnRow.session_id, BoundTurnRow.key).in_(expired))
-            .execution_options(synchronize_session=False)
-        )
+        _delete_expired(self.db, BoundTurnRow, not_before, limit)
 
 
 def _int(value: int | None) -> int | None:
@@ -489,3 +464,22 @@ def _unexpired(db: Session, row: _Kept | None, not_before: datetime) -> _Kept | 
         db.flush()
         return None
     return row
+
+
+def _delete_expired(db: Session, rows: type[_Kept], not_before: datetime, limit: int) -> int:
+    """Deletes up to `limit` rows (keyed by session and key) made before `not_before`,
+    oldest first; how many. Rows another transaction is deleting are skipped
+    (PostgreSQL SKIP LOCKED): concurrent requests never wait on each other's clean-up."""
+    expired = (
+        select(rows.session_id, rows.key)
+        .where(rows.created_at < not_before)
+        .order_by(rows.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    done = db.execute(
+        delete(rows)
+        .where(tuple_(rows.session_id, rows.key).in_(expired))
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(done, "rowcount", 0) or 0)
