@@ -83,6 +83,11 @@ class ClearedToolUse:
     # Estimated tokens this clearing saves.
     tokens_saved: int
 
+    @property
+    def input_cleared(self) -> bool:
+        """Whether the call's input was replaced as well as its result."""
+        return self.input_placeholder is not None
+
 
 @dataclass(frozen=True, slots=True)
 class ClearingPlan:

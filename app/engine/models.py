@@ -173,25 +173,30 @@ class ModelRegistry:
     def _find(self, name: str, depth: int) -> ModelInfo | None:
         if depth > _MAX_REWRITES:
             return None
-        for rule in self._operator_aliases:
-            target = rule.apply(name)
-            if target is not None and target != name:
-                hit = self._find(target, depth + 1)
-                if hit is not None:
-                    return _through_alias(hit)
+        aliased = self._find_aliased(self._operator_aliases, name, depth)
+        if aliased is not None:
+            return aliased
         snapshot = self._snapshots.get(name)
         if snapshot is not None and snapshot in self._entries:
             return self._entries[snapshot]
         exact = self._entries.get(name)
         if exact is not None:
             return exact
-        for rule in self._alias_rules:
+        aliased = self._find_aliased(self._alias_rules, name, depth)
+        if aliased is not None:
+            return aliased
+        return next((self._entries[p] for p in self._prefixes if name.startswith(p)), None)
+
+    def _find_aliased(self, rules: Sequence[AliasRule], name: str, depth: int) -> ModelInfo | None:
+        """The model the first of `rules` that rewrites `name` leads to (followed further
+        through aliases, up to the rewrite limit), marked as reached through an alias."""
+        for rule in rules:
             target = rule.apply(name)
             if target is not None and target != name:
                 hit = self._find(target, depth + 1)
                 if hit is not None:
                     return _through_alias(hit)
-        return next((self._entries[p] for p in self._prefixes if name.startswith(p)), None)
+        return None
 
     def _list_prices(self, *names: str | None) -> ModelPrices | None:
         """The price entry whose key is the longest prefix of a name (the requested one

@@ -223,22 +223,20 @@ def _first_found(
     files: dict[str, CandidateFile], directories: Iterable[str], name: str
 ) -> CandidateFile | None:
     """The file called `name` in the first of `directories` that has one."""
-    for directory in directories:
-        found = files.get(str(PurePosixPath(directory) / name))
-        if found is not None:
-            return found
-    return None
+    return _first_present(files, (PurePosixPath(d) / name for d in directories))
 
 
 def _first_named(
     files: dict[str, CandidateFile], directory: str, names: Iterable[str]
 ) -> CandidateFile | None:
     """The first of `names` present in `directory`."""
-    for name in names:
-        found = files.get(str(PurePosixPath(directory) / name))
-        if found is not None:
-            return found
-    return None
+    return _first_present(files, (PurePosixPath(directory) / name for name in names))
+
+
+def _first_present(
+    files: dict[str, CandidateFile], paths: Iterable[PurePosixPath]
+) -> CandidateFile | None:
+    return next((files[str(p)] for p in paths if str(p) in files), None)
 
 
 def _rules_files(

@@ -12,6 +12,7 @@ from app.engine.compaction.strategy import DEFAULT_STRATEGY, StrategyName
 from app.engine.counting.estimate import UsageReport
 from app.engine.ports import ChunkProgress
 from app.engine.thinking import ThinkingLevel
+from app.formats.apis.protocol import RequestEnvelope
 
 # The tokenizer choice that means "the model's own encoding".
 AUTO_TOKENIZER = "auto"
@@ -36,6 +37,21 @@ class HistoryInput:
     tokenizer: str = AUTO_TOKENIZER
     usage: Sequence[UsageReport] = ()
     estimate_floor: int = 0
+
+
+def request_history(
+    format_name: str, envelope: RequestEnvelope, messages: Sequence[Any]
+) -> HistoryInput:
+    """`messages` as the history of the vendor request `envelope` was read from: its
+    system prompt, tools (and other tool fields) and model are counted with them."""
+    return HistoryInput(
+        messages=messages,
+        format=format_name,
+        system=envelope.system,
+        tools=envelope.tools or (),
+        tool_fields=envelope.tool_fields,
+        model=envelope.model,
+    )
 
 
 @dataclass(frozen=True, slots=True)

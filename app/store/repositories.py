@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
@@ -376,11 +377,8 @@ class IdempotencyRepository:
         """The append kept under `key`, unless it was made before `not_before`: an expired
         key is deleted here, so the batch it comes with appends as new."""
         row = self.db.get(IdempotencyKeyRow, (session_id, key))
+        row = _unexpired(self.db, row, not_before)
         if row is None:
-            return None
-        if _before(row.created_at, not_before):
-            self.db.delete(row)
-            self.db.flush()
             return None
         return IdempotentAppend(row.request_hash, AppendResult(**row.response))
 
@@ -401,23 +399,9 @@ class IdempotencyRepository:
         self.db.flush()
 
     def delete_expired(self, not_before: datetime, limit: int) -> int:
-        """Deletes up to `limit` keys made before `not_before`, oldest first; how many.
-
-        Rows another transaction is deleting are skipped (PostgreSQL SKIP LOCKED), so
-        concurrent appends never wait on each other's clean-up."""
-        expired = (
-            select(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key)
-            .where(IdempotencyKeyRow.created_at < not_before)
-            .order_by(IdempotencyKeyRow.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        done = self.db.execute(
-            delete(IdempotencyKeyRow)
-            .where(tuple_(IdempotencyKeyRow.session_id, IdempotencyKeyRow.key).in_(expired))
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(done, "rowcount", 0) or 0)
+        """Deletes up to `limit` keys made before `not_before`, oldest first; how many
+        (concurrent appends never wait on each other's clean-up)."""
+        return _delete_expired(self.db, IdempotencyKeyRow, not_before, limit)
 
 
 class BoundTurnRepository:
@@ -430,11 +414,8 @@ class BoundTurnRepository:
         """The turn kept under `key`, unless it was bound before `not_before` (then it is
         deleted here: the request counts as new)."""
         row = self.db.get(BoundTurnRow, (session_id, key), populate_existing=True)
+        row = _unexpired(self.db, row, not_before)
         if row is None:
-            return None
-        if _before(row.created_at, not_before):
-            self.db.delete(row)
-            self.db.flush()
             return None
         return BoundTurn(row.key, row.request_hash, int(row.end_seq), _int(row.reply_end_seq))
 
@@ -445,16 +426,7 @@ class BoundTurnRepository:
                 BoundTurnRow.session_id == session_id, BoundTurnRow.key == turn.key
             )
         )
-        self.db.add(
-            BoundTurnRow(
-                session_id=session_id,
-                key=turn.key,
-                request_hash=turn.request_hash,
-                end_seq=turn.end_seq,
-                reply_end_seq=turn.reply_end_seq,
-                created_at=now,
-            )
-        )
+        self.db.add(BoundTurnRow(session_id=session_id, created_at=now, **asdict(turn)))
         self.db.flush()
 
     def set_reply(self, session_id: str, key: str, reply_end_seq: int) -> None:
@@ -468,18 +440,7 @@ class BoundTurnRepository:
     def delete_expired(self, not_before: datetime, limit: int) -> None:
         """Deletes up to `limit` turns bound before `not_before`, oldest first (rows
         another transaction is deleting are skipped)."""
-        expired = (
-            select(BoundTurnRow.session_id, BoundTurnRow.key)
-            .where(BoundTurnRow.created_at < not_before)
-            .order_by(BoundTurnRow.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        self.db.execute(
-            delete(BoundTurnRow)
-            .where(tuple_(BoundTurnRow.session_id, BoundTurnRow.key).in_(expired))
-            .execution_options(synchronize_session=False)
-        )
+        _delete_expired(self.db, BoundTurnRow, not_before, limit)
 
 
 def _int(value: int | None) -> int | None:
@@ -488,3 +449,37 @@ def _int(value: int | None) -> int | None:
 
 def _before(moment: datetime, not_before: datetime) -> bool:
     return aware(moment) < not_before
+
+
+_Kept = TypeVar("_Kept", IdempotencyKeyRow, BoundTurnRow)
+
+
+def _unexpired(db: Session, row: _Kept | None, not_before: datetime) -> _Kept | None:
+    """`row` unless it was made before `not_before`; an expired row is deleted here, so
+    what it was kept for counts as new (the periodic clean-up may not have reached it)."""
+    if row is None:
+        return None
+    if _before(row.created_at, not_before):
+        db.delete(row)
+        db.flush()
+        return None
+    return row
+
+
+def _delete_expired(db: Session, rows: type[_Kept], not_before: datetime, limit: int) -> int:
+    """Deletes up to `limit` rows (keyed by session and key) made before `not_before`,
+    oldest first; how many. Rows another transaction is deleting are skipped
+    (PostgreSQL SKIP LOCKED): concurrent requests never wait on each other's clean-up."""
+    expired = (
+        select(rows.session_id, rows.key)
+        .where(rows.created_at < not_before)
+        .order_by(rows.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    done = db.execute(
+        delete(rows)
+        .where(tuple_(rows.session_id, rows.key).in_(expired))
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(done, "rowcount", 0) or 0)

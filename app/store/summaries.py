@@ -9,6 +9,7 @@ the one entry that matches afterwards. Rows never change once written.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import asdict
 
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -56,12 +57,7 @@ class SqlSummaryStore:
         """Stores a summary, then evicts the tenant's oldest entries beyond the bound; a
         concurrent request that stored the same one first wins (not an error)."""
         row = SummaryCacheRow(
-            tenant=tenant,
-            scope_key=scope,
-            prefix_len=summary.prefix_len,
-            prefix_hash=prefix_hash,
-            prefix_tokens=summary.prefix_tokens,
-            summary_message=summary.summary_message,
+            tenant=tenant, scope_key=scope, prefix_hash=prefix_hash, **asdict(summary)
         )
         try:
             with self._transaction() as db:

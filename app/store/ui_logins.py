@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 
 from sqlalchemy import delete, select
@@ -19,13 +20,7 @@ class UiLoginRepository:
 
     def add(self, login: UiLogin, max_per_tenant: int) -> None:
         """Stores a login; the tenant's oldest beyond `max_per_tenant` are dropped."""
-        row = UiLoginRow(
-            token_hash=login.token_hash,
-            tenant=login.tenant,
-            key_id=login.key_id,
-            created_at=login.created_at,
-            expires_at=login.expires_at,
-        )
+        row = UiLoginRow(**asdict(login))
         self.db.add(row)
         self.db.flush()
         beyond = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from app.api.mappers.strategy import strategy_name
@@ -20,17 +21,7 @@ def search_out(query: str, result: SearchResult) -> SearchOut:
     return SearchOut(
         query=query,
         match=result.match.value,
-        hits=[
-            SearchHitOut(
-                seq=h.seq,
-                role=h.role,
-                snippet=h.snippet,
-                folded=h.folded,
-                rank=h.rank,
-                score=h.score,
-            )
-            for h in result.hits
-        ],
+        hits=[SearchHitOut(**asdict(h)) for h in result.hits],
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from app.api.mappers.history import estimate_out
 from app.api.mappers.strategy import clear_in, clear_settings, cleared_out, strategy_name
 from app.api.schemas.history import SummarizerOut
@@ -62,7 +64,6 @@ def session_out(view: SessionView) -> SessionOut:
 
 
 def compaction_out(record: CompactionRecord) -> CompactionOut:
-    summarizer = record.summarizer
     return CompactionOut(
         id=record.id,
         created_at=record.created_at,
@@ -71,12 +72,7 @@ def compaction_out(record: CompactionRecord) -> CompactionOut:
         first_kept_seq=record.first_kept_seq,
         tokens_before=record.tokens_before,
         tokens_after=record.tokens_after,
-        summarizer=SummarizerOut(
-            provider=summarizer.provider,
-            model=summarizer.model,
-            thinking=summarizer.thinking,
-            attempts=summarizer.attempts,
-        ),
+        summarizer=SummarizerOut(**asdict(record.summarizer)),
         instructions=record.instructions,
         previous_id=record.previous_id,
         strategy=record.strategy.value,

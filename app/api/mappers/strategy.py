@@ -39,13 +39,6 @@ def restored_out(facts: Iterable[PinnedFact]) -> list[RestoredFactOut]:
 
 
 def cleared_out(cleared: Iterable[ClearedToolUse]) -> list[ClearedToolUseOut]:
-    return [
-        ClearedToolUseOut(
-            tool_call_id=c.tool_call_id,
-            tool_name=c.tool_name,
-            placeholder=c.placeholder,
-            input_cleared=c.input_placeholder is not None,
-            tokens_saved=c.tokens_saved,
-        )
-        for c in cleared
-    ]
+    # The answer is the engine's ClearedToolUse as it reads (`input_cleared` is its
+    # property), without the placeholder input itself.
+    return [ClearedToolUseOut.model_validate(c, from_attributes=True) for c in cleared]

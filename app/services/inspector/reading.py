@@ -17,13 +17,13 @@ from app.services.inspector.curve import CompactionCost, token_curve
 from app.services.inspector.summary_diff import diff_summaries
 from app.services.inspector.transcript_view import EntryState, EntryView, entry_parts
 from app.services.inspector.views import (
-    ClearedUse,
     CompactionView,
     Page,
     SessionInspection,
     SessionItem,
     SessionList,
 )
+from app.services.sessions.context import session_history
 from app.services.sessions.service import SessionService
 from app.services.sessions.views import CompactionRecord, SessionView
 
@@ -93,20 +93,7 @@ class InspectorService:
     def _count(
         self, session: SessionView, wire: WireFormat, messages: Sequence[Any]
     ) -> CountedHistory:
-        settings = session.settings
-        return self._sessions.estimation.count(
-            HistoryInput(
-                messages=messages,
-                format=wire.name,
-                system=session.system,
-                tools=session.tools or (),
-                model=session.model,
-                context_window=settings.context_window,
-                reserve_tokens=settings.reserve_tokens,
-                trigger_tokens=settings.trigger_tokens,
-                keep_recent_tokens=settings.keep_recent_tokens,
-            )
-        )
+        return self._sessions.estimation.count(session_history(session, wire.name, messages))
 
     def _message_counts(
         self, wire: WireFormat, session: SessionView, messages: Sequence[Any]
@@ -192,16 +179,7 @@ def _compaction_views(
                 summary=record.summary,
                 diff=diff_summaries(previous_summary, record.summary),
                 restored_facts=tuple((f.kind, f.text) for f in record.restored_facts),
-                cleared=tuple(
-                    ClearedUse(
-                        tool_call_id=c.tool_call_id,
-                        tool_name=c.tool_name,
-                        placeholder=c.placeholder,
-                        input_cleared=c.input_placeholder is not None,
-                        tokens_saved=c.tokens_saved,
-                    )
-                    for c in record.cleared_tool_uses
-                ),
+                cleared=record.cleared_tool_uses,
                 instructions=record.instructions,
                 current_request=record.current_request,
             )

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.engine.clearing import ClearedToolUse
 from app.services.cost_ledger import SessionCost
 from app.services.inspector.curve import TokenCurve
 from app.services.inspector.summary_diff import SummaryDiff
@@ -54,15 +55,6 @@ class SessionList:
 
 
 @dataclass(frozen=True, slots=True)
-class ClearedUse:
-    tool_call_id: str
-    tool_name: str
-    placeholder: str
-    input_cleared: bool
-    tokens_saved: int
-
-
-@dataclass(frozen=True, slots=True)
 class CompactionView:
     """One compaction as the page shows it."""
 
@@ -83,7 +75,7 @@ class CompactionView:
     summary: str
     diff: SummaryDiff
     restored_facts: tuple[tuple[str, str], ...]
-    cleared: tuple[ClearedUse, ...]
+    cleared: tuple[ClearedToolUse, ...]
     instructions: str | None
     current_request: str | None
 

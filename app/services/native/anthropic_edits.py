@@ -35,11 +35,10 @@ from app.engine.ports import CallerGone
 from app.formats.apis.protocol import RequestEnvelope
 from app.services.clearing import clear_history
 from app.services.estimation import CountedHistory
-from app.services.history import CompactOptions, HistoryInput
+from app.services.history import HistoryInput, request_history
 from app.services.native.compaction_state import (
     CompactionState,
     NativeService,
-    compact_natively,
     keep_recent_for,
 )
 from app.services.native.ports import MessagesContextWire
@@ -85,13 +84,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
     clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS
 
     def _history(self, envelope: RequestEnvelope, messages: list[Any]) -> HistoryInput:
-        return HistoryInput(
-            messages=messages,
-            format=self.api.format,
-            system=envelope.system,
-            tools=envelope.tools or (),
-            model=envelope.model,
-        )
+        return request_history(self.api.format, envelope, messages)
 
     async def apply(
         self,
@@ -286,21 +279,13 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         tenant: str,
         caller_gone: CallerGone,
     ) -> tuple[CompactionReport | None, list[Any], CountedHistory]:
-        options = CompactOptions(force=True, instructions=edit.instructions, trigger="native")
         history = replace(
             self._history(envelope, messages),
             keep_recent_tokens=keep_recent_for(edit.trigger_tokens),
         )
         try:
-            done = await compact_natively(
-                self.compaction,
-                self.states,
-                history,
-                options,
-                tenant,
-                caller_gone,
-                counted,
-                ledger=self.ledger,
+            done = await self.compact_natively(
+                history, tenant, caller_gone, counted, edit.instructions
             )
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)

@@ -129,44 +129,43 @@ class NativeService(Generic[W]):
     # Bills the summary calls of native compactions to the tenant (SPEC §15); None: off.
     ledger: CostLedger | None = None
 
-
-async def compact_natively(
-    compaction: CompactionService,
-    states: CompactionStates,
-    history: HistoryInput,
-    options: CompactOptions,
-    tenant: str,
-    caller_gone: CallerGone = lambda: False,
-    counted: CountedHistory | None = None,
-    ledger: CostLedger | None = None,
-) -> CompactedNatively:
-    """Compacts `history` (counted as `counted`, when the caller did) and seals the
-    result; NothingToCompactError when it cannot."""
-    outcome = await compaction.compact(history, options, caller_gone, counted=counted)
-    if (
-        not outcome.compacted
-        or outcome.messages is None
-        or outcome.summary is None
-        or outcome.counted_after is None
-    ):
-        raise NothingToCompactError(outcome.reason or "nothing to compact")
-    if ledger is not None and outcome.summarizer is not None:
-        await ledger.summary_call(tenant, outcome.summarizer.info, outcome.summary.usage)
-    inline = outcome.counted.inline_system_count
-    messages = outcome.messages
-    state = CompactionState(
-        head=tuple(messages[:inline]),
-        summary=outcome.summary.summary,
-        kept=tuple(messages[inline + 1 :]),
-    )
-    usage = outcome.summary.usage
-    sealed = CompactionReport(
-        summary=state.summary,
-        state=states.seal(state, tenant),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-    )
-    return CompactedNatively(sealed, list(messages), outcome.counted_after)
+    async def compact_natively(
+        self,
+        history: HistoryInput,
+        tenant: str,
+        caller_gone: CallerGone = lambda: False,
+        counted: CountedHistory | None = None,
+        instructions: str | None = None,
+    ) -> CompactedNatively:
+        """Compacts `history` (counted as `counted`, when the caller did) and seals the
+        result; NothingToCompactError when it cannot. Always forced: the caller's own
+        trigger (or its explicit request) already decided that it compacts."""
+        options = CompactOptions(force=True, instructions=instructions, trigger="native")
+        outcome = await self.compaction.compact(history, options, caller_gone, counted=counted)
+        if (
+            not outcome.compacted
+            or outcome.messages is None
+            or outcome.summary is None
+            or outcome.counted_after is None
+        ):
+            raise NothingToCompactError(outcome.reason or "nothing to compact")
+        if self.ledger is not None and outcome.summarizer is not None:
+            await self.ledger.summary_call(tenant, outcome.summarizer.info, outcome.summary.usage)
+        inline = outcome.counted.inline_system_count
+        messages = outcome.messages
+        state = CompactionState(
+            head=tuple(messages[:inline]),
+            summary=outcome.summary.summary,
+            kept=tuple(messages[inline + 1 :]),
+        )
+        usage = outcome.summary.usage
+        sealed = CompactionReport(
+            summary=state.summary,
+            state=self.states.seal(state, tenant),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
+        return CompactedNatively(sealed, list(messages), outcome.counted_after)
 
 
 def keep_recent_for(trigger: int | None) -> int | None:

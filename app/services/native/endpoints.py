@@ -13,7 +13,7 @@ import anyio
 from app.engine.ports import CallerGone
 from app.formats.apis.protocol import LocalCount, VendorApi
 from app.services.estimation import EstimationService
-from app.services.history import HistoryInput
+from app.services.history import request_history
 from app.services.native.responses_compaction import CompactedWindow
 from app.services.native.services import NativeServices
 from app.services.native.session_context import with_session_history
@@ -67,14 +67,7 @@ class VendorEndpoints:
         vendor's own answer shape."""
         request = await self._bound(api, counting.as_request(body), tenant, session_id)
         envelope = api.checked_envelope(request, params)
-        history = HistoryInput(
-            messages=envelope.history or [],
-            format=api.format,
-            system=envelope.system,
-            tools=envelope.tools or (),
-            tool_fields=envelope.tool_fields,
-            model=envelope.model,
-        )
+        history = request_history(api.format, envelope, envelope.history or [])
         counted = await anyio.to_thread.run_sync(self.estimation.count, history)
         return counting.answer(counted.estimate.tokens)
 

@@ -27,10 +27,9 @@ from app.engine.ports import CallerGone
 from app.formats.apis.protocol import RequestEnvelope
 from app.formats.registry import FORMATS
 from app.services.estimation import CountedHistory
-from app.services.history import CompactOptions, HistoryInput
+from app.services.history import HistoryInput, request_history
 from app.services.native.compaction_state import (
     NativeService,
-    compact_natively,
     keep_recent_for,
     uncompacted_state,
 )
@@ -157,13 +156,8 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
     def history(
         self, envelope: RequestEnvelope, items: list[Any], trigger: int | None
     ) -> HistoryInput:
-        return HistoryInput(
-            messages=items,
-            format=self.format,
-            system=envelope.system,
-            tools=envelope.tools or (),
-            tool_fields=envelope.tool_fields,
-            model=envelope.model,
+        return replace(
+            request_history(self.api.format, envelope, items),
             trigger_tokens=trigger,
             keep_recent_tokens=keep_recent_for(trigger),
         )
@@ -192,18 +186,8 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         counted = self.estimation.count(history)
         if not counted.should_compact:
             return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
-        options = CompactOptions(force=True, trigger="native")
         try:
-            done = await compact_natively(
-                self.compaction,
-                self.states,
-                history,
-                options,
-                tenant,
-                caller_gone,
-                counted,
-                ledger=self.ledger,
-            )
+            done = await self.compact_natively(history, tenant, caller_gone, counted)
         except (NothingToCompactError, IneffectiveCompactionError) as exc:
             logger.info("native compaction skipped: %s", exc)
             return EditedResponse(forwarded, tokens_before=counted.estimate.tokens)
@@ -233,17 +217,8 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         self.refuse_server_state(body, session_bound)
         items = self.expand(body, tenant)
         history = self.history(self.api.checked_envelope(body), items, None)
-        options = CompactOptions(force=True, trigger="native")
         try:
-            done = await compact_natively(
-                self.compaction,
-                self.states,
-                history,
-                options,
-                tenant,
-                caller_gone,
-                ledger=self.ledger,
-            )
+            done = await self.compact_natively(history, tenant, caller_gone)
             compaction = done.compaction
         except (NothingToCompactError, IneffectiveCompactionError):
             # Too little to fold: the item carries the window as it is.

@@ -26,7 +26,7 @@ from app.services.compaction import CompactionService
 from app.services.compaction_log import log_compaction, window_source
 from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
-from app.services.history import CompactOptions, HistoryInput
+from app.services.history import CompactOptions, HistoryInput, request_history
 from app.services.ports import ResendMemo
 from app.services.proxy.ahead_leases import Taken
 from app.services.proxy.call import ProxyCall, ProxyMode
@@ -59,13 +59,8 @@ def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
     envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
     if envelope is None or envelope.history is None:
         return None
-    return HistoryInput(
-        messages=envelope.history,
-        format=call.api.format,
-        system=envelope.system,
-        tools=envelope.tools or (),
-        tool_fields=envelope.tool_fields,
-        model=envelope.model,
+    return replace(
+        request_history(call.api.format, envelope, envelope.history),
         reserve_tokens=max(DEFAULT_RESERVE_TOKENS, envelope.output_budget),
     )
 

@@ -41,23 +41,35 @@ class SessionContext:
     prompt: ForwardedPrompt | None = None
 
     def history(self) -> HistoryInput:
-        settings = self.session.settings
         prompt = self.prompt or ForwardedPrompt()
         system = prompt.system if prompt.system is not None else self.session.system
         tools = prompt.tools if prompt.tools is not None else self.session.tools
-        return HistoryInput(
-            messages=self.messages,
-            format=self.format,
+        return replace(
+            session_history(self.session, self.format, self.messages),
             system=system,
             tools=tools or (),
-            model=self.session.model,
-            context_window=settings.context_window,
-            reserve_tokens=settings.reserve_tokens,
-            trigger_tokens=settings.trigger_tokens,
-            keep_recent_tokens=settings.keep_recent_tokens,
             usage=self.usage,
             estimate_floor=self.estimate_floor,
         )
+
+
+def session_history(
+    session: SessionView, format_name: str | None, messages: Sequence[Any]
+) -> HistoryInput:
+    """`messages` as a history of `session`: counted with its system prompt, tools and
+    model, against the thresholds of its settings."""
+    settings = session.settings
+    return HistoryInput(
+        messages=messages,
+        format=format_name,
+        system=session.system,
+        tools=session.tools or (),
+        model=session.model,
+        context_window=settings.context_window,
+        reserve_tokens=settings.reserve_tokens,
+        trigger_tokens=settings.trigger_tokens,
+        keep_recent_tokens=settings.keep_recent_tokens,
+    )
 
 
 def session_format(stored: str | None, messages: Sequence[Any]) -> str | None:
