@@ -182,7 +182,7 @@ def _grow_until_started(
     """Bound turns until one starts a background compaction; its tokens (None: none had
     started by the first turn over `under` tokens)."""
     before = _started(url)
-    for turn in range(len(history), 60):
+    for turn in range(60):
         history.append(user_turn(turn))
         tokens = int(_turn(client, history).headers["x-compactor-tokens-before"])
         if _started(url) > before:
@@ -250,4 +250,28 @@ def test_patch_changes_the_ratio_for_the_next_turn(
         assert int(raw.headers["x-compactor-tokens-before"]) <= THRESHOLD
         assert _started(url) == 1
         until_stored(url, 1)
+        assert len(summarizer.received) == 1
+
+
+def test_a_compaction_prepared_before_the_ratio_changed_still_applies(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        assert _grow_until_started(url, client, history, THRESHOLD) is not None
+        until_stored(url, 1)
+        # The ratio says when to prepare, not what: the prepared compaction is the same.
+        patched = httpx.patch(f"{url}/sessions/{sid}", json={"prepare_ahead_ratio": 0.5})
+        assert patched.status_code == 200, patched.text
+        crossed = None
+        for turn in range(60, 90):
+            history.append(user_turn(turn))
+            raw = _turn(client, history)
+            if raw.headers["x-compactor-compacted"] == "true":
+                crossed = raw
+                break
+        assert crossed is not None
+        assert crossed.headers["x-compactor-prepared"] == "ready"
         assert len(summarizer.received) == 1
