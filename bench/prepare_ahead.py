@@ -28,8 +28,19 @@ round-robin load balancer); each line is measured with the leases (as deployed) 
 without (`lease off`: each replica guards only its own background summaries, as before
 the leases; the bench swaps the composition's lease store for none).
 
+`--transcripts all` replays the other real Claude Code sessions of ../shared/transcripts
+too (4d5611e5…, and its sub-agent's), one after the other, and sums the summarizer calls
+over them: one transcript's ending (a summary prepared just before it ends) or its one
+huge tool result should not decide the ratio. `--summaries 3` runs only the 3 s rows.
+Each row also shows the service's prepared-ahead counters (/metrics: started, stored,
+nothing to compact, wasted, ...).
+
+`--trace` prints, by turn, each summarizer call and the service's compaction log lines
+(a compaction with the summary cache's or a prepared summary, a prepared summary
+stored, a compaction deferred): where each call of a run came from.
+
 Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N] [--replicas 2]
-     [--mode stateless|session|both]
+     [--mode stateless|session|both] [--transcripts all] [--summaries 3,20] [--trace]
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import statistics
 import sys
 import tempfile
@@ -61,10 +73,57 @@ from bench.proxy import upstream_app  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "claude_code"
 TRANSCRIPT = DATA / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.openai.json"
+# The real Claude Code sessions of the shared transcripts (--transcripts all): the two
+# long ones cross the threshold many times, the sub-agent's once or twice.
+# `../shared` beside the checkout (a git worktree one level deeper: `../../shared`).
+SHARED = next(
+    (
+        d / "shared" / "transcripts" / "claude_code"
+        for d in (ROOT.parent, ROOT.parent.parent)
+        if (d / "shared" / "transcripts").is_dir()
+    ),
+    ROOT.parent / "shared" / "transcripts" / "claude_code",
+)
+TRANSCRIPTS = {
+    "fa812bfe": TRANSCRIPT,
+    "4d5611e5": SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.openai.json",
+    "4d5611e5.agent": SHARED / "4d5611e5.agent-a2898e3.openai.json",
+}
 SUMMARY = "## Goal\n- replay\n## Progress\n### Done\n- [x] turns\n## Next Steps\n1. go on"
 
 
-def summarizer_app(delay: float, calls: list[float]) -> Any:
+class Trace:
+    """What happened on each turn of a replay (--trace): the summarizer calls made while
+    it was the agent's latest turn, and the service's compaction log lines."""
+
+    def __init__(self) -> None:
+        self.turn = -1
+        self.calls: list[int] = []
+        self.events: list[tuple[int, str, dict[str, Any]]] = []
+
+    def handler(self) -> logging.Handler:
+        trace = self
+
+        class Capture(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                event = record.getMessage()
+                if event in _TRACED:
+                    fields = {k: record.__dict__.get(k) for k in _TRACED[event]}
+                    trace.events.append((trace.turn, event, fields))
+
+        return Capture(level=logging.INFO)
+
+
+# The log lines a trace keeps, and which of their fields.
+_TRACED = {
+    "compaction": ("summarized_messages", "tokens_before", "tokens_after", "cached", "prepared"),
+    "prepared_summary": ("summarized_messages", "tokens_before", "tokens_after"),
+    "compaction_deferred": ("tokens", "prepared", "background"),
+    "prepare_ahead_skipped": ("outcome",),
+}
+
+
+def summarizer_app(delay: float, calls: list[float], trace: Trace | None = None) -> Any:
     """An OpenAI-compatible summarizer that answers after `delay` seconds."""
     reply = orjson.dumps(
         {
@@ -90,6 +149,8 @@ def summarizer_app(delay: float, calls: list[float]) -> Any:
         while more:
             more = (await receive()).get("more_body", False)
         calls.append(time.monotonic())
+        if trace is not None:
+            trace.calls.append(trace.turn)
         await asyncio.sleep(delay)
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -145,15 +206,17 @@ def replay(
     replicas: int = 1,
     lease: bool = True,
     mode: str = "stateless",
+    transcript: Path = TRANSCRIPT,
+    trace: Trace | None = None,
 ) -> dict[str, Any]:
     """One session replayed; per-turn latencies split into compacting and normal turns."""
-    messages = json.loads(TRANSCRIPT.read_text())["messages"]
+    messages = json.loads(transcript.read_text())["messages"]
     calls: list[float] = []
     next_reply: dict[str, Any] = {}
     upstream_of = transcript_upstream(next_reply) if mode == "session" else upstream_app
     with (
         tempfile.TemporaryDirectory() as tmp,
-        serve_in_thread(summarizer_app(delay, calls)) as summarizer,
+        serve_in_thread(summarizer_app(delay, calls, trace)) as summarizer,
         serve_in_thread(upstream_of, http=NoDelayH11Protocol) as upstream,
     ):
         settings = Settings(
@@ -169,7 +232,16 @@ def replay(
         compacting: list[float] = []
         normal: list[float] = []
         states: dict[str, int] = {}
+        turns_seen: list[tuple[int, str | None, str | None]] = []
         with contextlib.ExitStack() as stack:
+            if trace is not None:
+                logger = logging.getLogger("compactor")
+                handler = trace.handler()
+                logger.addHandler(handler)
+                stack.callback(logger.removeHandler, handler)
+                saved_level = logger.level
+                logger.setLevel(logging.INFO)
+                stack.callback(logger.setLevel, saved_level)
             if not lease:
                 stack.enter_context(_patched(app.composition, "AheadLeases", _no_leases))
             proxies = [
@@ -186,6 +258,8 @@ def replay(
                 next_reply["message"] = messages[len(history)]
                 body = orjson.dumps({"model": "gpt-4o", "messages": history})
                 proxy = proxies[turn % replicas]
+                if trace is not None:
+                    trace.turn = turn
                 started = time.perf_counter()
                 answer = client.post(
                     f"{proxy}/v1/chat/completions",
@@ -202,6 +276,7 @@ def replay(
                 before = int(answer.headers.get("x-compactor-tokens-before") or 0)
                 if prepared is not None:
                     states[prepared] = states.get(prepared, 0) + 1
+                turns_seen.append((before, prepared, answer.headers.get("x-compactor-compacted")))
                 # A compacting turn: the one whose history is over the threshold and that
                 # either summarized (inline) or used/deferred a prepared summary.
                 over = before > 34_000
@@ -210,7 +285,48 @@ def replay(
                 time.sleep(think)
             # Background summaries still running count as made.
             time.sleep(delay * 1.5)
-    return {"compacting": compacting, "normal": normal, "calls": len(calls), "states": states}
+            outcomes = prepared_outcomes(client, proxies)
+    if trace is not None:
+        print_trace(trace, turns_seen)
+    return {
+        "compacting": compacting,
+        "normal": normal,
+        "calls": len(calls),
+        "states": states,
+        "outcomes": outcomes,
+    }
+
+
+def prepared_outcomes(client: httpx.Client, proxies: list[str]) -> dict[str, int]:
+    """The prepared-ahead counters of every replica, summed (/metrics)."""
+    totals: dict[str, int] = {}
+    for proxy in proxies:
+        for line in client.get(f"{proxy}/metrics").text.splitlines():
+            if line.startswith("compactor_prepared_summaries_total{"):
+                name = line.split('outcome="', 1)[1].split('"', 1)[0]
+            elif line.startswith("compactor_prepared_wasted_total"):
+                name = "wasted"
+            else:
+                continue
+            totals[name] = totals.get(name, 0) + int(float(line.split()[-1]))
+    return totals
+
+
+def print_trace(trace: Trace, turns: list[tuple[int, str | None, str | None]]) -> None:
+    """One line per turn on which the summarizer was called or something was logged."""
+    by_turn: dict[int, list[str]] = {}
+    for turn in trace.calls:
+        by_turn.setdefault(turn, []).append("CALL")
+    for turn, event, fields in trace.events:
+        shown = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, False))
+        by_turn.setdefault(turn, []).append(f"{event}({shown})")
+    for turn in sorted(by_turn):
+        before, prepared, compacted = turns[turn] if 0 <= turn < len(turns) else (0, None, None)
+        print(
+            f"    turn {turn:>3} tokens {before:>6} prepared={prepared} compacted={compacted}: "
+            + "; ".join(by_turn[turn]),
+            file=sys.stderr,
+        )
 
 
 @contextlib.contextmanager
@@ -247,8 +363,20 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--mode", choices=("stateless", "session", "both"), default="both")
+    parser.add_argument(
+        "--summaries", default="3,20", help="Summary times in seconds (unscaled), comma-separated."
+    )
+    parser.add_argument(
+        "--transcripts",
+        default="fa812bfe",
+        help=f"Comma-separated, of {', '.join(TRANSCRIPTS)}; or all.",
+    )
+    parser.add_argument(
+        "--trace", action="store_true", help="Each summarizer call and log line, by turn (stderr)."
+    )
     args = parser.parse_args()
     modes = ("stateless", "session") if args.mode == "both" else (args.mode,)
+    names = list(TRANSCRIPTS) if args.transcripts == "all" else args.transcripts.split(",")
     think = 5.0 * args.scale
     print(
         f"scale {args.scale}: think {think:.3f} s (real sleep), times in ms (scaled), "
@@ -257,33 +385,55 @@ def main() -> None:
     # With replicas, prepare-ahead is measured with and without the leases.
     runs = [("off", True), ("0.8", True)] + ([("0.8", False)] if args.replicas > 1 else [])
     print(
-        f"{'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
+        f"{'transcript':>14} {'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
         f"{'compacting p50':>15} {'p99':>9} "
         f"{'normal p50':>11} {'added p50':>10} {'added p99':>10} "
-        f"{'calls':>6}  states"
+        f"{'calls':>6}  states / prepared outcomes"
     )
+    totals: dict[tuple[str, float, str, bool], int] = {}
     for mode in modes:
-        for seconds in (3.0, 20.0):
-            for ratio, lease in runs:
-                report(mode, seconds, ratio, lease, think, args)
+        for seconds in (float(x) for x in args.summaries.split(",")):
+            for name in names:
+                for ratio, lease in runs:
+                    calls = report(name, mode, seconds, ratio, lease, think, args)
+                    key = (mode, seconds, ratio, lease)
+                    totals[key] = totals.get(key, 0) + calls
+    if len(names) > 1:
+        print("summarizer calls, every transcript:")
+        for (mode, seconds, ratio, lease), calls in totals.items():
+            if ratio == "off":
+                continue
+            inline = totals[(mode, seconds, "off", True)]
+            print(
+                f"  {mode} {seconds:.0f}s ratio {ratio} lease {'on' if lease else 'off'}: "
+                f"{inline} inline → {calls} ({(calls - inline) / inline:+.0%})"
+            )
 
 
-def report(mode: str, seconds: float, ratio: str, lease: bool, think: float, args: Any) -> None:
+def report(
+    name: str, mode: str, seconds: float, ratio: str, lease: bool, think: float, args: Any
+) -> int:
     """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`."""
     _seen["n"] = 0
     delay = seconds * args.scale
-    result = replay(ratio, delay, think, args.turns, args.replicas, lease, mode)
+    trace = Trace() if args.trace else None
+    if trace is not None:
+        print(f"  trace: {name} {mode} {seconds:.0f}s ratio {ratio}", file=sys.stderr)
+    result = replay(
+        ratio, delay, think, args.turns, args.replicas, lease, mode, TRANSCRIPTS[name], trace
+    )
     c50, c99 = pct(result["compacting"])
     n50, _ = pct(result["normal"])
     print(
-        f"{mode:>9} {seconds:>7.0f}s {ratio:>5} {'on' if lease else 'off':>5} "
+        f"{name:>14} {mode:>9} {seconds:>7.0f}s {ratio:>5} {'on' if lease else 'off':>5} "
         f"{len(result['compacting']):>6} "
         f"{c50 * 1000:>15.1f} {c99 * 1000:>9.1f} {n50 * 1000:>11.1f} "
         f"{(c50 - n50) * 1000:>10.1f} {(c99 - n50) * 1000:>10.1f} "
         f"{result['calls']:>6}  "
-        f"{result['states']}",
+        f"{result['states']} {result['outcomes'] or ''}",
         flush=True,
     )
+    return int(result["calls"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from app.engine.clearing import DEFAULT_KEEP_TOOL_USES, ClearedToolUse, ClearSettings
 from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep, StrategyName
@@ -40,6 +40,7 @@ def settings_from_json(stored: Mapping[str, Any] | None) -> SessionSettings:
         strategy=StrategyName(strategy) if strategy else None,
         clear=_clear_from_json(clear) if clear is not None else None,
         pinned=tuple(stored.get("pinned") or ()),
+        prepare_ahead_ratio=_ratio_from_json(stored.get("prepare_ahead_ratio")),
     )
 
 
@@ -54,8 +55,21 @@ def settings_to_json(settings: SessionSettings) -> dict[str, Any]:
         "strategy": settings.strategy.value if settings.strategy is not None else None,
         "clear": _clear_to_json(settings.clear) if settings.clear is not None else None,
         "pinned": list(settings.pinned) if settings.pinned else None,
+        "prepare_ahead_ratio": settings.prepare_ahead_ratio,
     }
     return {key: value for key, value in stored.items() if value is not None}
+
+
+def _ratio_from_json(stored: Any) -> float | Literal["off"] | None:
+    """A stored prepare-ahead ratio: a number in (0, 1], "off", or absent (an imported
+    bundle may hold anything: refused as a ValueError)."""
+    if stored is None:
+        return None
+    if stored == "off":
+        return "off"
+    if isinstance(stored, bool) or not isinstance(stored, int | float) or not 0 < stored <= 1:
+        raise ValueError(f"prepare_ahead_ratio {stored!r} is not a number in (0, 1] or 'off'")
+    return float(stored)
 
 
 def _clear_from_json(stored: Mapping[str, Any]) -> ClearSettings:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from app.engine.clearing import ClearedToolUse, ClearSettings
 from app.engine.compaction.strategy import DEFAULT_STRATEGY, CompactionStep, StrategyName
@@ -29,6 +29,9 @@ class SessionSettings:
     strategy: StrategyName | None = None
     clear: ClearSettings | None = None
     pinned: tuple[str, ...] = ()
+    # Of the threshold, past which the next compaction is prepared in the background
+    # (SPEC §16); "off": never for this session; None: the model's policy or the service's.
+    prepare_ahead_ratio: float | Literal["off"] | None = None
 
     @property
     def effective_strategy(self) -> StrategyName:

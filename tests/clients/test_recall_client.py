@@ -42,10 +42,13 @@ def test_the_sync_client_drives_every_recall_and_control_call(compactor_url: str
         assert "HALIBUT" in str(reverted.context.messages)
         fork = client.fork(session.id, at_seq=5)
         assert fork.id != session.id and fork.message_count == 6
-        changed = client.update_session(session.id, keep_recent_tokens=150, thinking=None)
-        assert changed.keep_recent_tokens == 150
+        changed = client.update_session(
+            session.id, keep_recent_tokens=150, thinking=None, prepare_ahead_ratio="off"
+        )
+        assert changed.keep_recent_tokens == 150 and changed.prepare_ahead_ratio == "off"
         [change] = client.settings_changes(session.id)
         assert change.via == "api" and change.changes["keep_recent_tokens"]["after"] == 150
+        assert change.changes["prepare_ahead_ratio"] == {"before": None, "after": "off"}
         bundle = client.export_session(session.id)
         assert bundle.endswith(b"\n") and b'"type":"trailer"' in bundle
         restored = client.import_session(bundle)

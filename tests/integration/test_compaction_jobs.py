@@ -183,6 +183,35 @@ def test_a_failed_summary_fails_the_job_with_its_problem_and_writes_nothing(
         }
 
 
+def test_a_summary_failing_mid_job_writes_nothing_and_a_later_compaction_works(
+    service: str, summarizer: OpenAIFake
+) -> None:
+    # The first chunk is folded, the second one's summary fails: half a compaction.
+    summarizer.script(Reply.ok(), Reply.empty())
+    with httpx.Client(base_url=service, timeout=30) as client:
+        session_id = new_session(client)
+        context = client.get(f"/sessions/{session_id}/context", headers=ALPHA).json()
+        started = client.post(f"/sessions/{session_id}/compact", json={}, headers=ASYNC)
+        assert started.status_code == 202, started.text
+        job = poll(client, started.headers["location"], lambda j: j["state"] == "failed")
+        assert job["compaction"] is None
+        assert job["problem"]["status"] == 502
+        assert "empty summary" in job["problem"]["detail"]
+        progress = job["progress"]
+        assert progress["chunks_total"] >= 2 and progress["chunks_done"] == 1
+        # Nothing of the chunk that was folded was kept: no record, the same context.
+        assert client.get(f"/sessions/{session_id}/compactions", headers=ALPHA).json() == {
+            "compactions": []
+        }
+        assert client.get(f"/sessions/{session_id}/context", headers=ALPHA).json() == context
+        # Asked again, the compaction folds every chunk and is recorded.
+        again = client.post(f"/sessions/{session_id}/compact", json={}, headers=ASYNC)
+        done = poll(client, again.headers["location"], lambda j: j["state"] in ("done", "failed"))
+        assert done["state"] == "done", done
+        records = client.get(f"/sessions/{session_id}/compactions", headers=ALPHA).json()
+        assert [r["id"] for r in records["compactions"]] == [done["compaction"]["id"]]
+
+
 def test_nothing_to_compact_fails_the_job_with_409(service: str) -> None:
     with httpx.Client(base_url=service, timeout=30) as client:
         created = client.post("/sessions", json={}, headers=ALPHA).json()

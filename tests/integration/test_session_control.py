@@ -163,6 +163,33 @@ def test_patch_changes_settings_records_who_and_when_and_prepare_uses_them(
     assert refused.status_code == 422 and "keep_recent_tokens" in refused.text
 
 
+def test_a_sessions_prepare_ahead_ratio_is_stored_shown_changed_and_recorded(
+    client: TestClient,
+) -> None:
+    sid = _session(client, prepare_ahead_ratio=0.5)
+    assert client.get(f"/sessions/{sid}").json()["prepare_ahead_ratio"] == 0.5
+    patched = client.patch(f"/sessions/{sid}", json={"prepare_ahead_ratio": "off"})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["prepare_ahead_ratio"] == "off"
+    assert client.get(f"/sessions/{sid}").json()["prepare_ahead_ratio"] == "off"
+    client.patch(f"/sessions/{sid}", json={"prepare_ahead_ratio": None})
+    assert client.get(f"/sessions/{sid}").json()["prepare_ahead_ratio"] is None
+    changes = [c["changes"] for c in client.get(f"/sessions/{sid}/changes").json()["changes"]]
+    assert changes == [
+        {"prepare_ahead_ratio": {"before": 0.5, "after": "off"}},
+        {"prepare_ahead_ratio": {"before": "off", "after": None}},
+    ]
+    page = client.get(f"/ui/sessions/{sid}").text
+    assert "<code>prepare_ahead_ratio</code> 0.5 → off" in page
+    # A ratio is of the threshold, in (0, 1]; the only word is `off`.
+    for bad in (0, 1.5, -0.2, "on", True):
+        refused = client.patch(f"/sessions/{sid}", json={"prepare_ahead_ratio": bad})
+        assert refused.status_code == 422, (bad, refused.text)
+        created = client.post("/sessions", json={"prepare_ahead_ratio": bad})
+        assert created.status_code == 422, (bad, created.text)
+    assert client.post("/sessions", json={"prepare_ahead_ratio": 1}).status_code == 201
+
+
 def test_the_inspector_shows_who_changed_what_and_when(client: TestClient) -> None:
     sid = _session(client)
     page = client.get(f"/ui/sessions/{sid}").text

@@ -35,6 +35,7 @@ def new_session(body: SessionIn) -> NewSession:
             strategy=strategy_name(body.strategy),
             clear=clear_settings(body.clear) if body.clear is not None else None,
             pinned=tuple(body.pinned or ()),
+            prepare_ahead_ratio=body.prepare_ahead_ratio,
         ),
         metadata=dict(body.metadata),
     )
@@ -56,6 +57,7 @@ def session_out(view: SessionView) -> SessionOut:
         strategy=settings.effective_strategy.value,
         clear=clear_in(settings.clear) if settings.clear is not None else None,
         pinned=list(settings.pinned),
+        prepare_ahead_ratio=settings.prepare_ahead_ratio,
         metadata=view.metadata,
         message_count=view.entry_count,
         compaction_count=view.compaction_count,

@@ -9,7 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.limits import MAX_TOKENS
 from app.api.schemas.history import NO_NUL
-from app.api.schemas.sessions import CompactionOut, ContextOut
+from app.api.schemas.sessions import (
+    PREPARE_AHEAD_DESCRIPTION,
+    CompactionOut,
+    ContextOut,
+    PrepareAheadRatio,
+)
 from app.api.schemas.strategy import STRATEGY_DESCRIPTION, Strategy
 from app.api.schemas.strict import StrictBody
 from app.engine.thinking import ThinkingLevel
@@ -60,6 +65,9 @@ class SessionPatchIn(StrictBody):
     keep_recent_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     strategy: Strategy | None = Field(default=None, description=STRATEGY_DESCRIPTION)
     thinking: ThinkingLevel | None = None
+    prepare_ahead_ratio: PrepareAheadRatio | None = Field(
+        default=None, description=PREPARE_AHEAD_DESCRIPTION
+    )
 
 
 class SettingsChangeOut(BaseModel):

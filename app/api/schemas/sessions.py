@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,14 @@ from app.api.schemas.strict import StrictBody
 from app.api.schemas.usage import UsageIn
 from app.engine.thinking import ThinkingLevel
 
+# A session's own prepare-ahead ratio (SPEC §16), shared by POST and PATCH /sessions.
+PrepareAheadRatio = Annotated[float, Field(gt=0, le=1, strict=True)] | Literal["off"]
+PREPARE_AHEAD_DESCRIPTION = (
+    "Of the threshold, past which the session's next compaction is prepared in the "
+    "background (0 < ratio ≤ 1); `off`: never for this session; null: the model's policy "
+    "or COMPACTOR_PREPARE_AHEAD_RATIO (which, when `off`, turns it off for every session)."
+)
+
 
 class SessionIn(CompactionSettingsIn):
     """Body of POST /sessions; every field is optional."""
@@ -34,6 +42,9 @@ class SessionIn(CompactionSettingsIn):
     clear: ClearIn | None = Field(default=None, description="Tool-result clearing settings.")
     pinned: list[PinnedText] | None = Field(
         default=None, max_length=200, description=PINNED_DESCRIPTION
+    )
+    prepare_ahead_ratio: PrepareAheadRatio | None = Field(
+        default=None, description=PREPARE_AHEAD_DESCRIPTION
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -52,6 +63,9 @@ class SessionOut(BaseModel):
     strategy: Strategy = DEFAULT_STRATEGY
     clear: ClearIn | None = None
     pinned: list[str] = Field(default_factory=list)
+    prepare_ahead_ratio: float | Literal["off"] | None = Field(
+        default=None, description="The session's own; null: the model's or the service's."
+    )
     metadata: dict[str, Any]
     message_count: int
     compaction_count: int

@@ -227,6 +227,9 @@ class PrepareAhead:
         # Conversations whose lease another replica held when this one asked: a summary
         # the crossing turn finds in the shared cache was prepared ahead there.
         self._elsewhere: _Lru = _Lru()
+        # Per conversation: the summary its latest compacted turn was forwarded with (its
+        # prefix hash, and it), which stays in use until a turn needs the prepared one.
+        self._in_use: _Lru = _Lru()
 
     @staticmethod
     def conversation_key(tenant: str, scope: str, prefixes: PrefixHashes) -> tuple[str, ...]:
@@ -300,6 +303,31 @@ class PrepareAhead:
             self._prepared.remember(key, (prefix_hash, True))
             return True
         return False
+
+    def in_use(self, key: tuple[str, ...], prefix_hash: str, summary: CachedSummary) -> None:
+        """`summary` (of the prefix `prefix_hash`) is the one the conversation's turn was
+        forwarded with."""
+        self._in_use.remember(key, (prefix_hash, summary))
+
+    def held_back(
+        self, key: tuple[str, ...], prefixes: PrefixHashes, hit: CachedSummary
+    ) -> CachedSummary | None:
+        """The summary in use before `hit`, when `hit` is the conversation's prepared
+        summary no turn used yet and the older one still applies (its prefix is this
+        history's): the prepared one waits for the turn that needs it. Used at once it
+        would compact at the soft threshold, each time before the threshold, and its kept
+        tail — shortened by the growth expected until the threshold — would be short:
+        more summaries than inline compaction, for less kept verbatim."""
+        prepared = self._prepared.get(key)
+        if prepared is None or prepared[1] or prepared[0] != prefixes.at(hit.prefix_len):
+            return None
+        found = self._in_use.get(key)
+        if found is None:
+            return None
+        prefix_hash, older = found
+        if older.prefix_len >= hit.prefix_len or prefixes.at(older.prefix_len) != prefix_hash:
+            return None
+        return older  # type: ignore[no-any-return]
 
     async def _summarize(self, key: tuple[str, ...], job: AheadJob) -> bool:
         started = time.perf_counter()
@@ -384,20 +412,27 @@ class PrepareAhead:
 
         def store() -> str:
             self.cache.store(job.tenant, job.scope, prefixes, summary)
-            return prefixes.at(summary.prefix_len)
+            return prefix_hash
 
+        prefix_hash = await anyio.to_thread.run_sync(prefixes.at, summary.prefix_len)
+        previous = self._prepared.get(key)
+        # Known as this conversation's prepared summary before a turn can find it in the
+        # cache: a turn that finds it there holds it back until it is needed (`held_back`).
+        self._prepared.remember(key, (prefix_hash, False))
         with anyio.CancelScope(shield=True):
             # Stored whole or not at all: a shutdown does not cut the write in half.
             stored = await anyio.to_thread.run_sync(
                 lambda: ignoring_store_errors(store, _store_failed)
             )
         if stored is None:
+            if previous is not None:
+                self._prepared.remember(key, previous)
+            else:
+                self._prepared.pop(key, None)
             self.observer.prepared_summary("failed")
             return False
-        previous = self._prepared.get(key)
         if previous is not None and not previous[1] and previous[0] != stored:
             self.observer.prepared_wasted()
-        self._prepared.remember(key, (stored, False))
         self._elsewhere.pop(key, None)
         self.observer.prepared_summary("stored")
         info = self.compaction.summarizer.info

@@ -171,11 +171,23 @@ class TransparentCompactor:
             working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
             wanted = replace(wanted, messages=working)
             counted = self.estimation.count(wanted)
+            older = None
+            if not overflow:
+                older = self._older_in_use(call, (scope, prefixes, history, inline), hit, wanted)
+            if older is not None:
+                hit, working, counted = older
+                wanted = replace(wanted, messages=working)
             forwarded = api.with_cache_breakpoints(body, api.with_history(body, working), inline)
             report.compacted = report.cache_hit = True
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
-                report.prepared = self._prepared_used(api.name, call.tenant, scope, prefixes, hit)
+                if older is None:
+                    report.prepared = self._prepared_used(
+                        api.name, call.tenant, scope, prefixes, hit
+                    )
+                if self.ahead is not None:
+                    key = self.ahead.conversation_key(call.tenant, scope, prefixes)
+                    self.ahead.in_use(key, prefixes.at(hit.prefix_len), hit)
                 await self._remember_compacted(call, history, working, report)
                 self._log_cached(
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
@@ -460,6 +472,29 @@ class TransparentCompactor:
             hit=hit,
         )
         return await self.ahead.start(key, job, needed=needed)
+
+    def _older_in_use(
+        self,
+        call: ProxyCall,
+        caller: tuple[str, PrefixHashes, list[Any], int],
+        hit: CachedSummary,
+        wanted: HistoryInput,
+    ) -> tuple[CachedSummary, list[Any], CountedHistory] | None:
+        """When `hit` is a summary prepared ahead that no turn needed yet: the summary in
+        use before it, the caller's history (`caller`: scope, prefixes, history, inline
+        system messages) with it, and its count, if that is still under the threshold —
+        the prepared one waits for the turn that crosses it (`PrepareAhead.held_back`
+        says why)."""
+        scope, prefixes, history, inline = caller
+        if self.ahead is None:
+            return None
+        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
+        older = self.ahead.held_back(key, prefixes, hit)
+        if older is None:
+            return None
+        working = [*history[:inline], older.summary_message, *history[inline + older.prefix_len :]]
+        counted = self.estimation.count(replace(wanted, messages=working))
+        return None if counted.should_compact else (older, working, counted)
 
     def _prepared_used(
         self, api: str, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary

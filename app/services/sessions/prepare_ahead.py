@@ -1,9 +1,10 @@
 """A session's compaction prepared ahead (SPEC §16), the session-mode half of what
 `services.proxy.prepare_ahead` does for stateless callers.
 
-Past the soft threshold (`prepare_ahead_ratio` of the threshold) the compaction the
-session will need is run in the background — summarizer call included — and kept, not
-recorded. The turn that crosses the threshold records it at once, without a summarizer
+Past the soft threshold (`prepare_ahead_ratio` of the threshold: the session's own
+setting, else its model's policy, else the service's; a session's `off`: never) the
+compaction the session will need is run in the background — summarizer call included —
+and kept, not recorded. The turn that crosses the threshold records it at once, without a summarizer
 call, if it was built on the session's latest compaction and its settings and still
 brings the context under the threshold (the history only grew past the cut it chose).
 Not ready yet: a context that still fits the model's window goes on uncompacted
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from app.services.compaction import CompactionOutcome
@@ -106,16 +107,25 @@ class SessionPrepareAhead:
         latest = context.latest
         return context.session.tenant, context.session.id, latest.ordinal if latest else 0
 
-    def soft_threshold(self, counted: CountedHistory) -> int:
-        """Past this many tokens the next compaction is prepared (a model's policy in
-        COMPACTOR_CONFIG sets its own ratio)."""
-        ratio = counted.choice.model.policy.prepare_ahead_ratio or self.ratio
-        return math.floor(ratio * counted.threshold)
+    def ratio_for(self, context: SessionContext, counted: CountedHistory) -> float | None:
+        """The session's own ratio (None: `off` for it), else its model's policy in
+        COMPACTOR_CONFIG, else the service's."""
+        own = context.session.settings.prepare_ahead_ratio
+        if own == "off":
+            return None
+        return own or counted.choice.model.policy.prepare_ahead_ratio or self.ratio
+
+    def soft_threshold(self, context: SessionContext, counted: CountedHistory) -> int | None:
+        """Past this many tokens the session's next compaction is prepared (None: never,
+        the session turned it off)."""
+        ratio = self.ratio_for(context, counted)
+        return math.floor(ratio * counted.threshold) if ratio is not None else None
 
     def due(self, context: SessionContext, counted: CountedHistory) -> bool:
         """True when a compaction should be prepared now: past the soft threshold, none
         running for the session, none kept for its latest record and settings."""
-        if counted.estimate.tokens <= self.soft_threshold(counted):
+        soft = self.soft_threshold(context, counted)
+        if soft is None or counted.estimate.tokens <= soft:
             return False
         if self.background.running(self.work_key(context)):
             return False
@@ -167,9 +177,18 @@ class SessionPrepareAhead:
     def _matches(prepared: PreparedCompaction, context: SessionContext) -> bool:
         latest = context.latest
         base = latest.ordinal if latest is not None else 0
-        if prepared.base != base or prepared.settings != context.session.settings:
+        # The ratio only says when to prepare: a compaction prepared before it changed is
+        # the same compaction.
+        if prepared.base != base or _folding(prepared.settings) != _folding(
+            context.session.settings
+        ):
             return False
         # The summary was written for this model, system prompt and tools (a proxied
         # request forwards its own): another prompt is another compaction.
         before, now = prepared.context.history(), context.history()
         return (before.model, before.system, before.tools) == (now.model, now.system, now.tools)
+
+
+def _folding(settings: SessionSettings) -> SessionSettings:
+    """The settings that decide what a compaction folds and keeps."""
+    return replace(settings, prepare_ahead_ratio=None)

@@ -20,6 +20,7 @@ SETTINGS_FIELDS = (
     "keep_recent_tokens",
     "strategy",
     "thinking",
+    "prepare_ahead_ratio",
 )
 CHANGEABLE = ("model", *SETTINGS_FIELDS)
 

@@ -388,6 +388,8 @@ export interface SessionIn {
   model?: string | null;
   /** Facts every summary must keep verbatim (added back if the summarizer dropped them). */
   pinned?: string[] | null;
+  /** Of the threshold, past which the session's next compaction is prepared in the background (0 < ratio ≤ 1); `off`: never for this session; null: the model's policy or COMPACTOR_PREPARE_AHEAD_RATIO (which, when `off`, turns it off for every session). */
+  prepare_ahead_ratio?: number | "off" | null;
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;
@@ -418,6 +420,8 @@ export interface SessionOut {
   metadata: Record<string, unknown>;
   model: string | null;
   pinned?: string[];
+  /** The session's own; null: the model's or the service's. */
+  prepare_ahead_ratio?: number | "off" | null;
   reserve_tokens?: number | null;
   strategy?: "summarize" | "clear_tool_results" | "auto";
   system: string | Record<string, unknown>[] | Record<string, unknown> | null;
@@ -431,6 +435,8 @@ export interface SessionPatchIn {
   context_window?: number | null;
   keep_recent_tokens?: number | null;
   model?: string | null;
+  /** Of the threshold, past which the session's next compaction is prepared in the background (0 < ratio ≤ 1); `off`: never for this session; null: the model's policy or COMPACTOR_PREPARE_AHEAD_RATIO (which, when `off`, turns it off for every session). */
+  prepare_ahead_ratio?: number | "off" | null;
   reserve_tokens?: number | null;
   /** summarize: fold older messages into one summary message (default). clear_tool_results: replace old tool results with short placeholders, no model call. auto: clear first, summarize only if still over the threshold. */
   strategy?: "summarize" | "clear_tool_results" | "auto" | null;

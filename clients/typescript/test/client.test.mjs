@@ -197,11 +197,16 @@ describe("recall and control", () => {
     assert.equal(reverted.compaction.reverted_id, done.compaction.id);
     const fork = await compactor.fork(session.id, { at_seq: 6 });
     assert.equal(fork.message_count, 7);
-    const patched = await compactor.updateSession(session.id, { keep_recent_tokens: 800 });
+    const patched = await compactor.updateSession(session.id, {
+      keep_recent_tokens: 800,
+      prepare_ahead_ratio: 0.5,
+    });
     assert.equal(patched.keep_recent_tokens, 800);
+    assert.equal(patched.prepare_ahead_ratio, 0.5);
     const { changes } = await compactor.settingsChanges(session.id);
     assert.equal(changes.length, 1);
     assert.deepEqual(changes[0].changes.keep_recent_tokens, { before: 1000, after: 800 });
+    assert.deepEqual(changes[0].changes.prepare_ahead_ratio, { before: null, after: 0.5 });
     const bundle = await compactor.exportSession(session.id);
     const restored = await compactor.importSession(bundle);
     assert.equal(restored.message_count, 19);

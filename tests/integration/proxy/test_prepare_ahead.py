@@ -173,3 +173,37 @@ def test_a_failed_background_summary_is_retried_once_and_never_fails_a_turn(
         assert _outcomes(url) == {"started": 2.0, "failed": 2.0}
         assert len(summarizer.received) == 3
         assert "x-compactor-prepared" not in compacted.headers
+
+
+def test_a_prepared_summary_waits_for_the_turn_that_crosses_the_threshold(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    """After the first compaction a stateless caller's history is forwarded with the
+    summary in use; the next one, prepared past the soft threshold, replaces it only on
+    the turn that would cross the threshold with it — not at once, which would compact at
+    the soft threshold each time (more summaries, shorter kept tails)."""
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        client = openai_client(url)
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        seen: list[tuple[int, str | None]] = []
+        for turn in range(80):
+            history.append(user_turn(turn))
+            raw = _turn(client, history)
+            after = int(raw.headers["x-compactor-tokens-after"])
+            seen.append((after, raw.headers.get("x-compactor-prepared")))
+            if raw.headers["x-compactor-compacted"] == "true" and after > 5_570:
+                # Past the soft threshold with the first summary: the second is prepared.
+                until_stored(url, 2)
+            if [p for _, p in seen].count("ready") == 2:
+                break
+        first, second = [i for i, (_, p) in enumerate(seen) if p == "ready"]
+        started = next(i for i in range(first, second) if seen[i][0] > 5_570)
+        waited = seen[started + 1 : second]
+        # Stored, then held back while the summary in use still fit: the history grew on
+        # it, under the threshold, with no summary applied.
+        assert waited, "the prepared summary was used on the turn after it was stored"
+        assert all(p is None and a <= 6_963 for a, p in waited)
+        assert [a for a, _ in waited] == sorted(a for a, _ in waited)
+        # The crossing turn used it, and it shrank the history: two summaries in all.
+        assert seen[second][0] < waited[-1][0]
+        assert len(summarizer.received) == 2

@@ -166,3 +166,112 @@ def test_off_compacts_inline_and_a_history_under_the_soft_threshold_starts_nothi
                 assert "x-compactor-prepared" not in raw.headers
                 break
         assert stored(url) == 0
+
+
+def _started(url: str) -> float:
+    """How many background compactions the service has started (counted as they start)."""
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith('compactor_prepared_summaries_total{outcome="started"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def _grow_until_started(
+    url: str, client: Any, history: list[dict[str, Any]], under: int
+) -> int | None:
+    """Bound turns until one starts a background compaction; its tokens (None: none had
+    started by the first turn over `under` tokens)."""
+    before = _started(url)
+    for turn in range(60):
+        history.append(user_turn(turn))
+        tokens = int(_turn(client, history).headers["x-compactor-tokens-before"])
+        if _started(url) > before:
+            return tokens
+        if tokens > under:
+            return None
+    return None
+
+
+def test_a_session_set_off_compacts_inline_though_the_service_prepares_ahead(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        created = httpx.post(
+            f"{url}/sessions",
+            json={"model": MODEL, "format": "openai", "prepare_ahead_ratio": "off"},
+        )
+        sid = created.json()["id"]
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        # Past the soft threshold and up to the crossing, nothing starts in the background;
+        # the crossing turn compacts inline.
+        assert _grow_until_started(url, client, history, THRESHOLD) is None
+        assert len(summarizer.received) == 1 and stored(url) == 0
+        [record] = _compactions(url, sid)
+        assert record["tokens_before"] > THRESHOLD
+
+
+def test_a_session_with_a_low_ratio_prepares_earlier_than_the_default(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    low = 0.4  # soft threshold 2,785 tokens, against 5,570 at the default 0.8
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        default = openai_client(url, **{"X-Compactor-Session": _session(url)})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        at_default = _grow_until_started(url, default, history, THRESHOLD)
+        assert at_default is not None and at_default > SOFT
+        created = httpx.post(
+            f"{url}/sessions", json={"model": MODEL, "format": "openai", "prepare_ahead_ratio": low}
+        )
+        early = openai_client(url, **{"X-Compactor-Session": created.json()["id"]})
+        history = [{"role": "system", "content": "You are terse."}]
+        at_low = _grow_until_started(url, early, history, THRESHOLD)
+        assert at_low is not None and low * THRESHOLD < at_low <= SOFT
+        until_stored(url, 2)
+
+
+def test_patch_changes_the_ratio_for_the_next_turn(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        created = httpx.post(
+            f"{url}/sessions",
+            json={"model": MODEL, "format": "openai", "prepare_ahead_ratio": "off"},
+        )
+        sid = created.json()["id"]
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        # Off: past the default's soft threshold, still nothing prepared.
+        assert _grow_until_started(url, client, history, SOFT) is None
+        patched = httpx.patch(f"{url}/sessions/{sid}", json={"prepare_ahead_ratio": None})
+        assert patched.status_code == 200, patched.text
+        history.append(user_turn(len(history)))
+        raw = _turn(client, history)
+        assert int(raw.headers["x-compactor-tokens-before"]) <= THRESHOLD
+        assert _started(url) == 1
+        until_stored(url, 1)
+        assert len(summarizer.received) == 1
+
+
+def test_a_compaction_prepared_before_the_ratio_changed_still_applies(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        assert _grow_until_started(url, client, history, THRESHOLD) is not None
+        until_stored(url, 1)
+        # The ratio says when to prepare, not what: the prepared compaction is the same.
+        patched = httpx.patch(f"{url}/sessions/{sid}", json={"prepare_ahead_ratio": 0.5})
+        assert patched.status_code == 200, patched.text
+        crossed = None
+        for turn in range(60, 90):
+            history.append(user_turn(turn))
+            raw = _turn(client, history)
+            if raw.headers["x-compactor-compacted"] == "true":
+                crossed = raw
+                break
+        assert crossed is not None
+        assert crossed.headers["x-compactor-prepared"] == "ready"
+        assert len(summarizer.received) == 1

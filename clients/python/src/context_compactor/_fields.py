@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from context_compactor._types import FORMATS, Format
 
@@ -49,6 +49,11 @@ def number(raw: dict[str, Any], key: str) -> float:
 
 def opt_number(raw: dict[str, Any], key: str) -> float | None:
     return None if raw.get(key) is None else number(raw, key)
+
+
+def opt_ratio(raw: dict[str, Any], key: str) -> float | Literal["off"] | None:
+    """A ratio that may also be "off" (a session's prepare_ahead_ratio), or None."""
+    return "off" if raw.get(key) == "off" else opt_number(raw, key)
 
 
 def text(raw: dict[str, Any], key: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Required, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 from context_compactor._types import Format, Strategy, ThinkingLevel, TokenizerName
 
@@ -103,6 +103,8 @@ class SessionOptions(TypedDict, total=False):
     strategy: Strategy
     clear: ClearOptions
     pinned: Sequence[str]
+    prepare_ahead_ratio: float | Literal["off"]
+    """Of the threshold, past which the next compaction is prepared in the background."""
 
 
 class PromptFile(TypedDict):
@@ -154,3 +156,4 @@ class SessionChanges(TypedDict, total=False):
     keep_recent_tokens: int | None
     strategy: Strategy | None
     thinking: ThinkingLevel | None
+    prepare_ahead_ratio: float | Literal["off"] | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from context_compactor import _fields as f
 from context_compactor._models import (
@@ -77,6 +77,9 @@ class Session:
     message_count: int
     compaction_count: int
     created_at: datetime
+    # Past this ratio of the threshold the next compaction is prepared in the background;
+    # "off": never for this session; None: the model's or the service's.
+    prepare_ahead_ratio: float | Literal["off"] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -100,6 +103,7 @@ class Session:
             message_count=f.integer(raw, "message_count"),
             compaction_count=f.integer(raw, "compaction_count"),
             created_at=f.timestamp(raw, "created_at"),
+            prepare_ahead_ratio=f.opt_ratio(raw, "prepare_ahead_ratio"),
             raw=raw,
         )
 
