@@ -542,7 +542,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
     parser.add_argument(
-        "--sets", default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final"
+        "--sets",
+        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,held-out-4-final",
     )
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
