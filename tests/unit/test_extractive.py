@@ -624,3 +624,29 @@ def test_a_rule_with_a_change_word_is_a_new_rule_not_an_update_by_form() -> None
         )
     )
     assert "replaces earlier" not in summary
+
+
+def test_a_name_after_a_lead_in_is_a_value_an_update_replaces() -> None:
+    summary = summarize(
+        _said(
+            "Also: Ada Quint owns the release process.",
+            "Following up on the release owner: please use Chidi Okafor.",
+        )
+    )
+    lines = [line for line in summary.splitlines() if "Ada Quint" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+    assert "Chidi Okafor" in summary
+
+
+def test_a_proper_name_both_mention_ties_an_update_to_its_subject() -> None:
+    summary = summarize(
+        _said(
+            "Heads-up: the Redis cache sits at juniper-19.internal.",
+            "The mail relay is cobalt-4.internal.",
+            "Ignore what I said earlier about the Redis host; it's amber-22.internal.",
+        )
+    )
+    lines = [line for line in summary.splitlines() if "juniper-19.internal" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+    relay = [line for line in summary.splitlines() if "cobalt-4.internal" in line]
+    assert relay and not any("replaces earlier" in line for line in relay)

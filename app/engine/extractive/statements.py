@@ -242,10 +242,11 @@ _VALUE = re.compile(
     r"\b[A-Za-z]+[_]\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b|\b[A-Za-z]+\d+[\w-]*\b|"
     r"\b\d[\d:.,/-]*\d\b|\b\d\b|"
     r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"
-    # A name opening a sentence ("Ada Quint owns the release"): two capitalised words
-    # before a lowercase one, not a capitalised article or pronoun.
-    r"^(?!(?:The|A|An|This|That|These|Those|Our|My|Your|Their|We|I|It|All|Every|Each|No|"
-    r"Please|If|When|Then|Also|And|But|So|Now)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+(?=\s+[a-z])"
+    # A name opening a sentence ("Ada Quint owns the release", also after a lead-in:
+    # "Also: Ada Quint owns …"): two capitalised words before a lowercase one, not a
+    # capitalised article or pronoun.
+    r"(?:^|(?<=[:;] ))(?!(?:The|A|An|This|That|These|Those|Our|My|Your|Their|We|I|It|All|"
+    r"Every|Each|No|Please|If|When|Then|Also|And|But|So|Now)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+(?=\s+[a-z])"
 )
 _ANAPHOR_OR_ELLIPSIS = re.compile(
     r"^(?:it|this|that|there|these|those|they|them|such|so|never|always|only|no|not|don['’]t|"

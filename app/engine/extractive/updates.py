@@ -148,7 +148,11 @@ def supersedes(new: str, old: str) -> float:
         return 0.0
     new_words = _subject_words(new)
     old_words = _subject_words(old_main)
-    shared = new_words & old_words
+    # A proper name both mention ("the Redis cache", "the Redis host") is what both are
+    # about, not a value either changes: it counts as a shared subject word. An acronym
+    # ("the API", "CI") is too generic to tell one item by.
+    names = {v.casefold() for v in old_values & new_values if re.fullmatch(r"[A-Z][a-z]{2,}", v)}
+    shared = new_words & old_words | names
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
