@@ -750,3 +750,25 @@ def test_updates_naming_the_kind_of_subject_in_other_words_replace_the_old_value
         assert new in summary
     # The tenant rule shares no kind of subject or phrasing with any update: it stays.
     assert not _replaced(summary, "zephyr4.example")
+
+
+def test_an_update_in_other_words_finds_its_item_by_tag_size_branch_or_abbreviation() -> None:
+    summary = summarize(
+        _said(
+            "The container base image is `python:3.12-willow`.",
+            "The firmware image can't be larger than 61 KB.",
+            "The docs build must finish inside 24 minutes or CI kills it.",
+            "Our on-call rule: nobody force-pushes to `mesa_ember`.",
+            "Treat lotus-19.internal as production; touching it needs my sign-off.",
+            "The staging database lives on raven-40.internal.",
+            "Heads-up on the Docker starting point: we moved it to python:4.2-willow.",
+            "Heads-up on the size ceiling for the flashed binary: we moved it to 79.",
+            "Change of plan for the protected branch, make it marlin_pylon.",
+            "Update: the box that counts as prod = juniper-12.internal.",
+        )
+    )
+    for old in ("python:3.12-willow", "61 KB", "mesa_ember", "lotus-19.internal"):
+        assert _replaced(summary, old), old
+    # Each update replaced one item: the docs limit and the staging host stay current.
+    for kept in ("24 minutes", "raven-40.internal"):
+        assert not _replaced(summary, kept), kept

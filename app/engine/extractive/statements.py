@@ -289,6 +289,10 @@ _CHATTER = re.compile(
 # A value: numbers, paths, identifiers, code spans, quoted text, money, versions, hosts.
 _VALUE = re.compile(
     r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d[\d,.]*\w*|"
+    # An image or package tag without backticks: "python:4.2-willow", "redis:7".
+    r"\b[a-z][\w.-]*:\d[\w.-]*[\w]|\b[a-z][\w.-]*:\d\b|"
+    # What "X = Y" sets: "the log library = tenacity".
+    r"(?<==\s)[\w][\w.:/@-]*[\w/]|"
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:internal|example|com|org|net|io|dev|local|json|py|ts|js|md|"
     r"yaml|yml|toml|sh|mk|ex|exs|rs|go|java|rb|sql|txt|csv|html|css)\b|"
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"
@@ -536,5 +540,14 @@ def _stem(word: str) -> str:
         return word[:-3] + "y"
     for suffix in ("ing", "ed", "s"):
         if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+            stem = word[: -len(suffix)]
+            # "logging" and "log", "bumped" and "bump": a doubled last consonant is one.
+            if (
+                suffix != "s"
+                and len(stem) >= 4
+                and stem[-1] == stem[-2]
+                and stem[-1] not in "aeiouls"
+            ):
+                stem = stem[:-1]
+            return stem
     return word

@@ -46,7 +46,7 @@ _UPDATE_WORDS_TEXT = (
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
-    "plan"
+    "plan heads-up got"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -74,7 +74,8 @@ def with_replaced(new: str, old: str) -> str:
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
     r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|"
-    r"timeout|below|above|(?:larger|bigger|smaller|longer|shorter|more|less|fewer)\s+than)\b",
+    r"timeout|below|above|inside|allowed|(?:larger|bigger|smaller|longer|shorter|more|less|"
+    r"fewer)\s+than)\b",
     re.IGNORECASE,
 )
 # The same few things are named in many ways: where something runs ("lives on", "the box",
@@ -90,6 +91,12 @@ _KINDS_OF_SUBJECT = {
     "@folder": r"folders?|director(?:y|ies)|dirs?|paths?|written\s+to|stored|saved|lands?\s+in",
     "@version": r"versions?|releases?|oldest|newest|support(?:ed|s)?|runs?\s+on",
     "@count": r"how\s+many|number\s+of|count|roughly|about|approximately",
+    "@size": r"sizes?|larger|bigger|smaller|heavier|kb|mb|gb|bytes|footprint",
+    "@branch": r"branch(?:es)?|push(?:es|ed)?|force-push\w*|merg\w+",
+    "@release": r"deploy(?:s|ed|ing|ments?)?|releases?|rollouts?|ship(?:s|ping)?",
+    "@money": r"currency|currencies|money|amounts?|prices?|costs?",
+    "@source": r"(?:comes?|fetched|pulled|downloaded|installed|sourced|gets?)\s+(?:\w+\s+)?from|"
+    r"mirrors?|registr(?:y|ies)",
 }
 _KIND_RES = {
     kind: re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
@@ -157,6 +164,25 @@ def same_form_values(new: str, old: str) -> bool:
     return bool(fresh & {_fine_shape(v) for v in old_values - new_values})
 
 
+def _kind(value: str) -> str:
+    """`_shape`, with the catch-all "word" split by form: an image tag `python:4.2-x` is no
+    currency code `NZD`, though both are "words"."""
+    shape = _shape(value)
+    return shape if shape != "word" else f"word {_fine_shape(value)}"
+
+
+def _abbreviated(new_words: set[str], old_words: set[str]) -> set[str]:
+    """Words one statement shortens from the other's ("prod" for "production", "config"
+    for "configuration"): four letters at least, so "log" is no "login"."""
+    return {
+        short
+        for short in new_words | old_words
+        if len(short) >= 4 and not short.startswith("@")
+        for other in (old_words if short in new_words else new_words)
+        if other != short and other.startswith(short)
+    }
+
+
 def supersedes(new: str, old: str) -> float:
     """How surely statement `new` changes the value that earlier statement `old` states:
     0 when it does not, higher for a closer match."""
@@ -181,7 +207,7 @@ def supersedes(new: str, old: str) -> float:
     # about, not a value either changes: it counts as a shared subject word. An acronym
     # ("the API", "CI") is too generic to tell one item by.
     names = {v.casefold() for v in old_values & new_values if re.fullmatch(r"[A-Z][a-z]{2,}", v)}
-    shared = new_words & old_words | names
+    shared = new_words & old_words | names | _abbreviated(new_words, old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
@@ -190,7 +216,7 @@ def supersedes(new: str, old: str) -> float:
         # 8080". A word both mention ("the API", a capitalised "Quick") is no old value.
         return NAMES_OLD_VALUE + coverage
     # Otherwise it must drop an old value for a new one of the same shape ...
-    if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
+    if not gone or not {_kind(v) for v in fresh} & {_kind(v) for v in gone}:
         return 0.0
     # ... say it is a change ("never touch a.py" and then "never touch b.py" are two rules,
     # not one replacing the other) and be about the same thing. A user names the thing in
@@ -199,5 +225,8 @@ def supersedes(new: str, old: str) -> float:
     if cue and shared:
         # More shared subject words beat a short earlier item that shares one ("the host
         # that needs two replicas" is the replicas rule, not "the Redis host").
-        return 1.0 + len(shared) + coverage / 2
+        # A kind of subject both name ("the host" / "lives on") is weaker evidence than a
+        # word both use: it counts half.
+        kinds = sum(1 for w in shared if w.startswith("@"))
+        return 1.0 + len(shared) - kinds / 2 + coverage / 2
     return 0.0
