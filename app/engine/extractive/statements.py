@@ -292,7 +292,7 @@ _VALUE = re.compile(
     # An image or package tag without backticks: "python:4.2-willow", "redis:7".
     r"\b[a-z][\w.-]*:\d[\w.-]*[\w]|\b[a-z][\w.-]*:\d\b|"
     # What "X = Y" sets: "the log library = tenacity".
-    r"(?<==\s)[\w][\w.:/@-]*[\w/]|"
+    r"(?<==\s)[a-z0-9][\w.:/@-]*[\w/]|"
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:internal|example|com|org|net|io|dev|local|json|py|ts|js|md|"
     r"yaml|yml|toml|sh|mk|ex|exs|rs|go|java|rb|sql|txt|csv|html|css)\b|"
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"

@@ -87,7 +87,8 @@ _KINDS_OF_SUBJECT = {
     "@place": r"hosts?|servers?|machines?|box(?:es)?|instances?|nodes?|lives?|sits?|hosted|"
     r"located|where|runs?\s+(?:on|at)",
     "@owner": r"owners?|owns|owned|responsible|maintainers?|maintains|who|approv\w+|on-call",
-    "@time": r"when|time|schedule\w*|starts?|kicks?\s+off|cutoff|window|nightly|daily|o['’]clock",
+    "@time": r"when|time|schedule\w*|starts?|kicks?\s+off|cutoff|window|nightly|daily|o['’]clock|"
+    r"(?:after|before|until)\s+\d+",
     "@folder": r"folders?|director(?:y|ies)|dirs?|paths?|written\s+to|stored|saved|lands?\s+in",
     "@version": r"versions?|releases?|oldest|newest|support(?:ed|s)?|runs?\s+on",
     "@count": r"how\s+many|number\s+of|count|roughly|about|approximately",
