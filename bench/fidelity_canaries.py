@@ -17,7 +17,13 @@ phrasings, subjects, update wordings, message wraps, filler, tool-output noise a
 differ from all three); its failures were read and fixed afterwards, so it is development
 material now as well. HELD_OUT_3 and HELD_OUT_3_FINAL (issue 24) were written without
 reading the summarizer's cue lists and run before any fix; HELD_OUT_3's failures were then
-read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure.
+read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure. HELD_OUT_4 and
+HELD_OUT_4_FINAL (issue 24, second pass) were written together before any summary of them
+was read, with new domains, constraints said as plain statements of a limit, plain-statement
+goals and updates naming their subject in other words, planted over rounds 1-4; both were
+run before any fix, then only HELD_OUT_4's failures were read. HELD_OUT_4_FINAL was run once
+more at the end; its phrasings were written by the same hand as HELD_OUT_4's, so it is held
+out from the fixes, not from the author.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's

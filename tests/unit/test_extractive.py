@@ -772,3 +772,15 @@ def test_an_update_in_other_words_finds_its_item_by_tag_size_branch_or_abbreviat
     # Each update replaced one item: the docs limit and the staging host stay current.
     for kept in ("24 minutes", "raven-40.internal"):
         assert not _replaced(summary, kept), kept
+
+
+def test_an_update_replaces_the_item_whose_value_has_its_very_form() -> None:
+    summary = summarize(
+        _said(
+            "No more than 52 concurrent connections to onyx-18.internal.",
+            "You are not permitted to email anyone outside harbor6.example.",
+            "The allowed email domain moved to ember5.example as of today.",
+        )
+    )
+    assert _replaced(summary, "harbor6.example")
+    assert not _replaced(summary, "onyx-18.internal")

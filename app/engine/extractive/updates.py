@@ -74,7 +74,7 @@ def with_replaced(new: str, old: str) -> str:
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
     r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|"
-    r"timeout|below|above|inside|allowed|(?:larger|bigger|smaller|longer|shorter|more|less|"
+    r"timeout|below|above|inside|(?:larger|bigger|smaller|longer|shorter|more|less|"
     r"fewer)\s+than)\b",
     re.IGNORECASE,
 )
@@ -229,5 +229,8 @@ def supersedes(new: str, old: str) -> float:
         # A kind of subject both name ("the host" / "lives on") is weaker evidence than a
         # word both use: it counts half.
         kinds = sum(1 for w in shared if w.startswith("@"))
-        return 1.0 + len(shared) - kinds / 2 + coverage / 2
+        # A value of the very same form (`.example` for `.example`, not `.internal`) breaks
+        # a tie between two items sharing as many words.
+        same_form = bool({_fine_shape(v) for v in fresh} & {_fine_shape(v) for v in gone} - {None})
+        return 1.0 + len(shared) - kinds / 2 + coverage / 2 + same_form / 4
     return 0.0
