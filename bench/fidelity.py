@@ -9,8 +9,9 @@ runs 5 rounds of forced compaction through the service (`CompactionService.compa
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
 of its section holds all of its checks (an updated one: its new value, and no line that
 still states it as planted without marking it replaced — that line counts as stale).
-Every set is reported apart; HELD_OUT_3_FINAL is the one whose failures were never read
-(bench/fidelity_canaries.py says which sets are development material).
+Every set is reported apart; HELD_OUT_3_FINAL and HELD_OUT_4_FINAL are the ones whose
+failures were never read (bench/fidelity_canaries.py says which sets are development
+material).
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
 transcript in tests/data (falling back to ../shared/transcripts), one forced compaction
@@ -542,7 +543,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
     parser.add_argument(
-        "--sets", default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final"
+        "--sets",
+        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,held-out-4-final",
     )
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")

@@ -17,7 +17,13 @@ phrasings, subjects, update wordings, message wraps, filler, tool-output noise a
 differ from all three); its failures were read and fixed afterwards, so it is development
 material now as well. HELD_OUT_3 and HELD_OUT_3_FINAL (issue 24) were written without
 reading the summarizer's cue lists and run before any fix; HELD_OUT_3's failures were then
-read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure.
+read and fixed, HELD_OUT_3_FINAL's never were: it is the held-out figure. HELD_OUT_4 and
+HELD_OUT_4_FINAL (issue 24, second pass) were written together before any summary of them
+was read, with new domains, constraints said as plain statements of a limit, plain-statement
+goals and updates naming their subject in other words, planted over rounds 1-4; both were
+run before any fix, then only HELD_OUT_4's failures were read. HELD_OUT_4_FINAL was run once
+more at the end; its phrasings were written by the same hand as HELD_OUT_4's, so it is held
+out from the fixes, not from the author.
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
@@ -1269,12 +1275,586 @@ HELD_OUT_3_FINAL_UPDATES = (
     "New info on {subject}: {new}.",
     "{subject_cap}? That's {new} since this morning.",
 )
+# Issue 24, second pass: written at once, before any summary of them was read, with new
+# domains (mobile, payments, ML training, firmware; clinics, logistics, game servers, a data
+# warehouse), constraints said as plain facts about limits, goals said as plain statements,
+# and updates that name their subject in words the canary does not use. HELD_OUT_4 is read
+# for fixes; HELD_OUT_4_FINAL never is: it is measured once, at the end.
+HELD_OUT_4: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "hands off",
+            "Leave the `{env}` payment ledger strictly alone: read it if you must, but no writes.",
+            "{env}",
+            "ledger",
+        ),
+        _t(
+            "only me",
+            "Wiping anything under {path} is something only I get to do.",
+            "{path}",
+            "wiping",
+        ),
+        _t(
+            "not yours",
+            "Rotating the {code} signing key is a human's job, not yours.",
+            "{code}",
+            "signing key",
+        ),
+        _t(
+            "team rule",
+            "Our on-call rule: nobody force-pushes to `{ident}`.",
+            "{ident}",
+            "force-push",
+            subject="the protected branch",
+            slot="ident",
+        ),
+        _t(
+            "treat as",
+            "Treat {host} as production; touching it needs my sign-off.",
+            "{host}",
+            "sign-off",
+            subject="the box that counts as prod",
+            slot="host",
+        ),
+        _t(
+            "passive",
+            "Customer emails from the {domain} tenant must never end up in logs.",
+            "{domain}",
+            "logs",
+            subject="the tenant whose addresses stay private",
+            slot="domain",
+        ),
+        _t(
+            "hold off",
+            "Please hold off on any deploys after {time} on Fridays.",
+            "{time}",
+            "deploys",
+            subject="the end-of-week release cutoff",
+            slot="time",
+        ),
+        _t(
+            "reason",
+            "Keep your hands off the bootloader at {path}; bricked devices are no fun.",
+            "{path}",
+            "bootloader",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "quota",
+            "The training job gets {n} GPUs at most, that's what the quota allows.",
+            "{n} gpus",
+            subject="the accelerator allowance",
+            slot="n",
+        ),
+        _t(
+            "floor",
+            "Whatever we ship has to run on iOS {ver} and up.",
+            "ios {ver}",
+            subject="the oldest phone OS we support",
+            slot="ver",
+        ),
+        _t(
+            "ceiling",
+            "Total spend on the cloud bill this month stays below {money}.",
+            "{money}",
+            "cloud",
+            subject="this month's hosting ceiling",
+            slot="money",
+        ),
+        _t(
+            "thing can't",
+            "The firmware image can't be larger than {n} KB.",
+            "{n} kb",
+            subject="the size ceiling for the flashed binary",
+            slot="n",
+        ),
+        _t(
+            "target",
+            "API responses need to come back in under {n} ms at p99.",
+            "{n} ms",
+            "p99",
+            subject="the tail-latency target",
+            slot="n",
+        ),
+        _t(
+            "frozen",
+            "We're on `{lib}` {ver} and staying there until the audit is done.",
+            "{lib}",
+            "{ver}",
+            subject="the release we're frozen on",
+            slot="ver",
+        ),
+        _t(
+            "source",
+            "Dependencies come from the {domain} mirror and nowhere else.",
+            "{domain}",
+            "mirror",
+            subject="where packages get fetched from",
+            slot="domain",
+        ),
+        _t(
+            "or else",
+            "The docs build must finish inside {n} minutes or CI kills it.",
+            "{n} minutes",
+            subject="the time allowed for the documentation job",
+            slot="n",
+        ),
+    ),
+    "fact": (
+        _t(
+            "location",
+            "The staging database lives on {host}.",
+            "{host}",
+            "staging database",
+            subject="where the pre-prod DB runs",
+            slot="host",
+        ),
+        _t(
+            "owner",
+            "{name} is the product owner for the checkout flow.",
+            "{name}",
+            "checkout",
+            subject="who owns the purchase funnel",
+            slot="name",
+        ),
+        _t(
+            "identifier",
+            "Our Sentry project id is {code}.",
+            "{code}",
+            "sentry",
+            subject="the error-tracking project",
+            slot="code",
+        ),
+        _t(
+            "port",
+            "The mobile app talks to the backend on port {port}.",
+            "{port}",
+            "mobile",
+            subject="the port the phone client connects to",
+            slot="port",
+        ),
+        _t(
+            "path",
+            "Model checkpoints are written to {path} every epoch.",
+            "{path}",
+            "checkpoints",
+            subject="the folder for saved weights",
+            slot="path",
+        ),
+        _t(
+            "schedule",
+            "The nightly export kicks off at {time} UTC.",
+            "{time}",
+            "export",
+            subject="when the overnight dump starts",
+            slot="time",
+        ),
+        _t(
+            "count",
+            "Roughly {n} devices in the field still run the old firmware.",
+            "{n} devices",
+            "firmware",
+            subject="how many units are on the previous build",
+            slot="n",
+        ),
+        _t(
+            "image",
+            "The container base image is `{image}`.",
+            "{image}",
+            subject="the Docker starting point",
+            slot="image",
+        ),
+    ),
+    "goal": (
+        _t(
+            "need today",
+            "The thing I actually need today is a CSV export for `{module}`.",
+            "{module}",
+            "csv export",
+        ),
+        _t(
+            "objective",
+            "Main objective: cut the cold-start time of `{module}` below {n} ms.",
+            "{module}",
+            "cold-start",
+        ),
+        _t(
+            "look into",
+            "Could you look into why `{ident}` leaks memory on long runs?",
+            "{ident}",
+            "leaks memory",
+        ),
+        _t(
+            "time to",
+            "Time to add offline mode to the `{module}` screen.",
+            "{module}",
+            "offline mode",
+        ),
+        _t(
+            "has to + build",
+            "The `{ident}` webhook has to be retried on failure, please build that.",
+            "{ident}",
+            "retried",
+        ),
+        _t(
+            "what's left",
+            "What's left is porting `{module}` to the new payments API.",
+            "{module}",
+            "payments api",
+        ),
+        _t(
+            "love for you",
+            "I'd love for you to write a migration that splits `{ident}` into two tables.",
+            "{ident}",
+            "migration",
+        ),
+        _t("list", "Next on the list: dark mode for `{module}`.", "{module}", "dark mode"),
+    ),
+    "preference": (
+        _t("tend to", "I tend to like small PRs, one concern each.", "small prs"),
+        _t(
+            "happy",
+            "Type hints everywhere in `{module}` would make me happy.",
+            "{module}",
+            "type hints",
+        ),
+        _t(
+            "third person",
+            "{name} likes commit subjects in the imperative mood.",
+            "{name}",
+            "imperative",
+        ),
+        _t(
+            "I'd go with",
+            "For logging I'd go with `{lib}` over print statements.",
+            "{lib}",
+            "logging",
+            subject="the log library",
+            slot="lib",
+        ),
+        _t(
+            "reads best",
+            "Dates in reports read best as ISO 8601 in {zone}.",
+            "{zone}",
+            "iso 8601",
+            subject="the timezone for report dates",
+            slot="zone",
+        ),
+        _t(
+            "should",
+            "Comments in `{module}` should be sparse and explain why, not what.",
+            "{module}",
+            "comments",
+        ),
+        _t(
+            "please",
+            "Show me money as {currency}, please.",
+            "{currency}",
+            subject="the currency I read amounts in",
+            slot="currency",
+        ),
+        _t("taste", "snake_case for new JSON fields, that's my taste.", "snake_case", "json"),
+    ),
+}
+HELD_OUT_4_UPDATES = (
+    "Heads-up on {subject}: we moved it to {new}.",
+    "{subject_cap} got bumped to {new} yesterday, so go by that.",
+    "Change of plan for {subject}, make it {new}.",
+    "Ignore the {old} I gave you; {subject} is {new}.",
+    "Update: {subject} = {new}.",
+)
+HELD_OUT_4_FINAL: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "off-limits",
+            "Patient records in {path} are off-limits to scripts.",
+            "{path}",
+            "patient",
+        ),
+        _t(
+            "nothing gets",
+            "Nothing gets emailed to addresses outside {domain}.",
+            "{domain}",
+            "emailed",
+            subject="the mail domain we may write to",
+            slot="domain",
+        ),
+        _t(
+            "ask before",
+            "Ask before you restart the `{env}` game servers, players are online.",
+            "{env}",
+            "restart",
+        ),
+        _t("ever", "The `{ident}` table gets no DELETE statements, ever.", "{ident}", "delete"),
+        _t(
+            "between us",
+            "Access code {code} stays between us; don't paste it anywhere.",
+            "{code}",
+            "paste",
+            subject="the door PIN",
+            slot="code",
+        ),
+        _t(
+            "until",
+            "No schema changes on {host} until the freeze lifts.",
+            "{host}",
+            "schema",
+            subject="the frozen warehouse machine",
+            slot="host",
+        ),
+        _t(
+            "stay away",
+            "Payroll runs at {time}; stay away from the HR service around then.",
+            "{time}",
+            "payroll",
+            subject="the salary run",
+            slot="time",
+        ),
+        _t(
+            "only X may",
+            "Only {name} may approve a production rollback.",
+            "{name}",
+            "rollback",
+            subject="who signs off on going back a release",
+            slot="name",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "tops",
+            "Trucks can carry {n} pallets tops, plan routes accordingly.",
+            "{n} pallets",
+            subject="the vehicle load capacity",
+            slot="n",
+        ),
+        _t(
+            "no exceptions",
+            "The warehouse queries have a {n} second timeout, no exceptions.",
+            "{n} second",
+            subject="the query deadline",
+            slot="n",
+        ),
+        _t(
+            "capped near",
+            "Our budget for the pilot is capped near {money}.",
+            "{money}",
+            "pilot",
+            subject="the trial's spending ceiling",
+            slot="money",
+        ),
+        _t(
+            "fixed at",
+            "Game server tick rate is fixed at {n} Hz; the clients depend on it.",
+            "{n} hz",
+            subject="the simulation frequency",
+            slot="n",
+        ),
+        _t(
+            "compatible",
+            "Everything has to stay compatible with Postgres {ver}.",
+            "postgres {ver}",
+            subject="the database release we target",
+            slot="ver",
+        ),
+        _t(
+            "never local",
+            "Appointments go in {zone} time, never the server's local zone.",
+            "{zone}",
+            "appointments",
+            subject="the clinic's clock",
+            slot="zone",
+        ),
+        _t(
+            "limited",
+            "The HR export is limited to {n} rows per file.",
+            "{n} rows",
+            subject="the per-file record cap",
+            slot="n",
+        ),
+        _t(
+            "that only",
+            "Builds pull `{image}` and that image only.",
+            "{image}",
+            subject="the one container the pipeline may use",
+            slot="image",
+        ),
+    ),
+    "fact": (
+        _t(
+            "at",
+            "The route planner service is at {host}.",
+            "{host}",
+            "route planner",
+            subject="where routing runs",
+            slot="host",
+        ),
+        _t(
+            "this week",
+            "{name} handles on-call for the warehouse this week.",
+            "{name}",
+            "on-call",
+            subject="this week's pager holder",
+            slot="name",
+        ),
+        _t(
+            "listens",
+            "The match server listens on UDP {port}.",
+            "{port}",
+            "udp",
+            subject="the multiplayer socket number",
+            slot="port",
+        ),
+        _t(
+            "dumped",
+            "Shift data is dumped into {path} nightly.",
+            "{path}",
+            "shift",
+            subject="the folder the rota lands in",
+            slot="path",
+        ),
+        _t(
+            "ticket",
+            "Internal ticket for the outage is {code}.",
+            "{code}",
+            "outage",
+            subject="the incident reference",
+            slot="code",
+        ),
+        _t(
+            "about",
+            "About {n} clinics use the booking tool today.",
+            "{n} clinics",
+            subject="how many sites are on scheduling",
+            slot="n",
+        ),
+        _t(
+            "we use",
+            "We use `{lib}` for the ETL retries.",
+            "{lib}",
+            "etl",
+            subject="the backoff library in the pipeline",
+            slot="lib",
+        ),
+        _t(
+            "reset",
+            "Leaderboards reset at {time} server time.",
+            "{time}",
+            "leaderboards",
+            subject="the ranking wipe",
+            slot="time",
+        ),
+    ),
+    "goal": (
+        _t(
+            "focus",
+            "Today's focus is making `{module}` handle daylight-saving changes.",
+            "{module}",
+            "daylight",
+        ),
+        _t(
+            "figure out",
+            "Please figure out why `{ident}` double-books rooms.",
+            "{ident}",
+            "double-books",
+        ),
+        _t(
+            "needs",
+            "The route optimizer in `{module}` needs a fallback when the map API is down.",
+            "{module}",
+            "fallback",
+        ),
+        _t(
+            "can we",
+            "Can we get `{ident}` to stream results instead of buffering?",
+            "{ident}",
+            "stream",
+        ),
+        _t(
+            "assignment",
+            "Your assignment: anti-cheat checks in `{module}`.",
+            "{module}",
+            "anti-cheat",
+        ),
+        _t(
+            "after",
+            "I'm after a nightly reconciliation job for `{ident}`.",
+            "{ident}",
+            "reconciliation",
+        ),
+        _t("retire", "Time to retire the legacy `{module}` importer.", "{module}", "retire"),
+        _t(
+            "priority",
+            "First priority is a health endpoint for `{module}`.",
+            "{module}",
+            "health endpoint",
+        ),
+    ),
+    "preference": (
+        _t(
+            "find easier",
+            "I find pytest parametrize much easier to read than loops.",
+            "parametrize",
+        ),
+        _t(
+            "would rather",
+            "{name} would rather see SQL in .sql files than inline strings.",
+            "{name}",
+            "sql",
+        ),
+        _t(
+            "favour",
+            "Wherever it's cheap, favour pure functions in `{module}`.",
+            "{module}",
+            "pure functions",
+        ),
+        _t("bother", "Short variable names bother me; spell them out.", "variable names"),
+        _t(
+            "reads better",
+            "Round durations to {n} minutes in the UI, I think that reads better.",
+            "{n} minutes",
+            subject="the rounding step for durations",
+            slot="n",
+        ),
+        _t(
+            "leans on",
+            "Our team leans on `{lib}` for HTTP mocks.",
+            "{lib}",
+            "mocks",
+            subject="the fake-server tool",
+            slot="lib",
+        ),
+        _t(
+            "don't mind",
+            "Put the changelog entry under `{prefix}` headings, if you don't mind.",
+            "{prefix}",
+            "changelog",
+        ),
+        _t(
+            "look nicer",
+            "Reports look nicer to me in {currency} without cents.",
+            "{currency}",
+            "cents",
+            subject="the currency for the summaries I read",
+            slot="currency",
+        ),
+    ),
+}
+HELD_OUT_4_FINAL_UPDATES = (
+    "Slight change: {subject} should now be {new}.",
+    "{subject_cap}? It's {new} as of this week.",
+    "We switched {subject} over to {new}.",
+    "Revised: {new} for {subject}, not {old}.",
+    "Just heard back, {subject} is {new} from now on.",
+)
 DEV_SEEDS = tuple(range(8))
 DEV_B_SEEDS = tuple(range(100, 112))
 HELD_OUT_SEEDS = tuple(range(300, 312))
 HELD_OUT_2_SEEDS = tuple(range(500, 512))
 HELD_OUT_3_SEEDS = tuple(range(700, 712))
 HELD_OUT_3_FINAL_SEEDS = tuple(range(900, 912))
+HELD_OUT_4_SEEDS = tuple(range(1100, 1112))
+HELD_OUT_4_FINAL_SEEDS = tuple(range(1300, 1312))
 # name → (templates, update wordings, seeds, offset of the random streams)
 SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
     "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
@@ -1283,6 +1863,8 @@ SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[in
     "held-out-2": (HELD_OUT_2, HELD_OUT_2_UPDATES, HELD_OUT_2_SEEDS, 3),
     "held-out-3": (HELD_OUT_3, HELD_OUT_3_UPDATES, HELD_OUT_3_SEEDS, 4),
     "held-out-3-final": (HELD_OUT_3_FINAL, HELD_OUT_3_FINAL_UPDATES, HELD_OUT_3_FINAL_SEEDS, 5),
+    "held-out-4": (HELD_OUT_4, HELD_OUT_4_UPDATES, HELD_OUT_4_SEEDS, 6),
+    "held-out-4-final": (HELD_OUT_4_FINAL, HELD_OUT_4_FINAL_UPDATES, HELD_OUT_4_FINAL_SEEDS, 7),
 }
 
 
@@ -1459,6 +2041,57 @@ _HELD_OUT_3_FINAL_NOISE_LINES = (
     "Prefer {noise} to manual locking.",
 )
 
+_HELD_OUT_4_FILLER = ("alright", "carry on", "nice", "👍 go", "good stuff", "hmm ok")
+_HELD_OUT_4_WRAPS = (
+    "{c}",
+    "Output from the staging run:\n```\n{log}\n```\n{c}",
+    "Unrelated to the failing test: {c}",
+    "{c} No rush.",
+    "Two things. First, the diff looks fine. Second, {c}",
+    "btw {c}",
+    "Here is the full trace:\n```\n{log}\n```\nOne more point. {c}",
+)
+_HELD_OUT_4_CHATTER = (
+    "Opening the file now.",
+    "Running the suite.",
+    "Let me check the config.",
+    "Looking at the traceback.",
+    "That step passed.",
+    "Next I'll inspect the handler.",
+)
+_HELD_OUT_4_NOISE_LINES = (
+    "Never call {noise} twice in one request.",
+    "# Do not edit {noise} by hand",
+    "You must rerun {noise} after upgrading.",
+    "Keep {noise} under 80 chars",
+    "The goal of {noise} is batching writes.",
+    "# I'd prefer {noise} over threads -- old comment",
+)
+_HELD_OUT_4_FINAL_FILLER = ("k thx", "right on", "good", "continue pls", "🙏", "ok next")
+_HELD_OUT_4_FINAL_WRAPS = (
+    "{c}",
+    "Pasting the build log:\n```\n{log}\n```\nSeparate point - {c}",
+    "Oh and {c}",
+    "{c} Cheers.",
+    "Looked at your change, fine. Anyway, {c}",
+)
+_HELD_OUT_4_FINAL_CHATTER = (
+    "Inspecting the schema.",
+    "Running the linter.",
+    "Looking into it.",
+    "That compiled.",
+    "Fetching the logs.",
+    "Now the next file.",
+)
+_HELD_OUT_4_FINAL_NOISE_LINES = (
+    "Always close {noise} in a finally block.",
+    "Must not exceed {noise} retries.",
+    "Avoid {noise} in hot loops.",
+    "Task: migrate {noise} to v2",
+    "We should prefer {noise} here.",
+    "Under no circumstance use {noise} directly",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Surroundings:
@@ -1485,6 +2118,15 @@ HELD_OUT_3_FINAL_SURROUNDINGS = Surroundings(
     _HELD_OUT_3_FINAL_WRAPS,
     _HELD_OUT_2_CHATTER,
     _HELD_OUT_3_FINAL_NOISE_LINES,
+)
+HELD_OUT_4_SURROUNDINGS = Surroundings(
+    _HELD_OUT_4_FILLER, _HELD_OUT_4_WRAPS, _HELD_OUT_4_CHATTER, _HELD_OUT_4_NOISE_LINES
+)
+HELD_OUT_4_FINAL_SURROUNDINGS = Surroundings(
+    _HELD_OUT_4_FINAL_FILLER,
+    _HELD_OUT_4_FINAL_WRAPS,
+    _HELD_OUT_4_FINAL_CHATTER,
+    _HELD_OUT_4_FINAL_NOISE_LINES,
 )
 
 
@@ -1643,7 +2285,12 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
         "held-out-2": HELD_OUT_2_SURROUNDINGS,
         "held-out-3": HELD_OUT_3_SURROUNDINGS,
         "held-out-3-final": HELD_OUT_3_FINAL_SURROUNDINGS,
+        "held-out-4": HELD_OUT_4_SURROUNDINGS,
+        "held-out-4-final": HELD_OUT_4_FINAL_SURROUNDINGS,
     }.get(canary_set, DEV_SURROUNDINGS)
+    # The issue-24 second-pass sets plant over rounds 1-4 (not 1-3): varied depths, some
+    # canaries folded only in the last rounds, some updates folded in the round they land.
+    spread = 4 if canary_set.startswith("held-out-4") else 3
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]
     rng.shuffle(others)
@@ -1652,7 +2299,7 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
     # later goals (task changes) in rounds 2-4, updates one or two rounds after.
     schedule: dict[int, list[tuple[str, Canary]]] = {r: [] for r in range(1, rounds_total + 1)}
     for index, canary in enumerate(others):
-        schedule[1 + index % 3].append(("plant", canary))
+        schedule[1 + index % spread].append(("plant", canary))
     for index, canary in enumerate(goals[1:]):
         schedule[2 + index % 3].append(("plant", canary))
     for canary in canaries:
@@ -1671,7 +2318,9 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
     for number in range(1, rounds_total + 1):
         items = schedule[number]
         rng.shuffle(items)
-        work_units = 10
+        # Ten units of work a round; more when a round holds more canaries than that (the
+        # deeper spread of the held-out-4 sets can put 11 in round 4).
+        work_units = max(10, len(items))
         slots = sorted(rng.sample(range(work_units), min(len(items), work_units)))
         queue = list(items)
         for unit in range(work_units):

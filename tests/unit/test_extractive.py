@@ -598,7 +598,7 @@ def test_an_update_naming_its_subject_in_other_words_replaces_the_one_value_of_i
     assert "saffron-20.internal" in section(summary, "## Critical Context")
 
 
-def test_an_update_in_other_words_replaces_nothing_when_several_values_have_its_form() -> None:
+def test_an_update_in_other_words_replaces_the_value_whose_kind_of_subject_it_names() -> None:
     summary = summarize(
         _said(
             "The build server lives at pylon-31.internal.",
@@ -606,7 +606,23 @@ def test_an_update_in_other_words_replaces_nothing_when_several_values_have_its_
             "Turns out the CI machine is saffron-20.internal, not what I told you.",
         )
     )
-    # A guess would replace a rule: both stay as said.
+    # Both hold a host; "the CI machine" and "the build server lives at" both say where
+    # something runs, the restart rule does not: the rule stays as said.
+    rules = section(summary, "## Constraints & Preferences")
+    assert "juniper-28.internal" in rules and "replaces earlier" not in rules
+    lines = [line for line in summary.splitlines() if "pylon-31.internal" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+
+
+def test_an_update_in_other_words_replaces_nothing_when_several_values_have_its_form() -> None:
+    summary = summarize(
+        _said(
+            "The release tag is pylon-31.internal.",
+            "Don't restart juniper-28.internal during business hours.",
+            "Turns out the thing is saffron-20.internal, not what I told you.",
+        )
+    )
+    # Nothing but the value's form ties it to either: a guess would replace a rule.
     assert "replaces earlier" not in summary
     assert "juniper-28.internal" in section(summary, "## Constraints & Preferences")
 
@@ -624,3 +640,147 @@ def test_a_rule_with_a_change_word_is_a_new_rule_not_an_update_by_form() -> None
         )
     )
     assert "replaces earlier" not in summary
+
+
+def test_a_name_after_a_lead_in_is_a_value_an_update_replaces() -> None:
+    summary = summarize(
+        _said(
+            "Also: Ada Quint owns the release process.",
+            "Following up on the release owner: please use Chidi Okafor.",
+        )
+    )
+    lines = [line for line in summary.splitlines() if "Ada Quint" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+    assert "Chidi Okafor" in summary
+
+
+def test_a_proper_name_both_mention_ties_an_update_to_its_subject() -> None:
+    summary = summarize(
+        _said(
+            "Heads-up: the Redis cache sits at juniper-19.internal.",
+            "The mail relay is cobalt-4.internal.",
+            "Ignore what I said earlier about the Redis host; it's amber-22.internal.",
+        )
+    )
+    lines = [line for line in summary.splitlines() if "juniper-19.internal" in line]
+    assert lines and all("replaces earlier" in line for line in lines)
+    relay = [line for line in summary.splitlines() if "cobalt-4.internal" in line]
+    assert relay and not any("replaces earlier" in line for line in relay)
+
+
+def _replaced(summary: str, old_value: str) -> bool:
+    """Every line still holding `old_value` says that it was replaced."""
+    lines = [line for line in summary.splitlines() if old_value in line]
+    return bool(lines) and all("replaces earlier" in line for line in lines)
+
+
+def test_limits_said_as_comparisons_persistence_or_one_source_are_constraints() -> None:
+    summary = summarize(
+        _said(
+            "The firmware image can't be larger than 51 KB.",
+            "Total spend on the cloud bill this month stays below $3300.",
+            "Dependencies come from the raven5.example mirror and nowhere else.",
+            "We're on `tenacity` 3.11 and staying there until the audit is done.",
+        )
+    )
+    rules = section(summary, "## Constraints & Preferences")
+    for kept in ("51 KB", "$3300", "raven5.example", "3.11"):
+        assert kept in rules
+
+
+def test_rules_said_as_idioms_or_as_whose_job_it_is_not_are_constraints() -> None:
+    summary = summarize(
+        _said(
+            "Please hold off on any deploys after 12:30 on Fridays.",
+            "Rotating the XWQN-390 signing key is a human's job, not yours.",
+        )
+    )
+    rules = section(summary, "## Constraints & Preferences")
+    assert "12:30" in rules and "XWQN-390" in rules
+
+
+def test_work_said_as_what_is_left_or_needed_is_a_goal() -> None:
+    summary = summarize(
+        _said(
+            "What's left is porting `raven_2` to the new payments API.",
+            "The thing I actually need today is a CSV export for `indigo_4`.",
+            "Main objective: cut the cold-start time of `glacier_4` below 11 ms.",
+            "The `cinder_orchid` webhook has to be retried on failure, please build that.",
+            "I'd love for you to write a migration that splits `ember_cobalt` into two tables.",
+        )
+    )
+    goals = section(summary, "## Goal")
+    for kept in ("raven_2", "indigo_4", "glacier_4", "cinder_orchid", "ember_cobalt"):
+        assert kept in goals
+
+
+def test_likings_said_in_other_words_are_preferences() -> None:
+    summary = summarize(
+        _said(
+            "I tend to like small PRs, one concern each.",
+            "Show me money as CHF, please.",
+            "For logging I'd go with `polars` over print statements.",
+            "Comments in `umber_2` should be sparse and explain why, not what.",
+            "snake_case for new JSON fields, that's my taste.",
+        )
+    )
+    rules = section(summary, "## Constraints & Preferences")
+    for kept in ("small PRs", "CHF", "polars", "umber_2", "snake_case"):
+        assert kept in rules
+    assert "replaces earlier" not in summary  # "new JSON fields" changes nothing
+
+
+def test_updates_naming_the_kind_of_subject_in_other_words_replace_the_old_value() -> None:
+    summary = summarize(
+        _said(
+            "Our Sentry project id is RILM-896.",
+            "The staging database lives on juniper-31.internal.",
+            "Whatever we ship has to run on iOS 1.24 and up.",
+            "API responses need to come back in under 54 ms at p99.",
+            "Customer emails from the zephyr4.example tenant must never end up in logs.",
+            "Second, Update: the error-tracking project = WTYR-168.",
+            "Change of plan for where the pre-prod DB runs, make it fjord-12.internal.",
+            "Ignore the 1.24 I gave you; the oldest phone OS we support is 2.7.",
+            "btw Change of plan for the tail-latency target, make it 80.",
+        )
+    )
+    for old in ("RILM-896", "juniper-31.internal", "iOS 1.24", "54 ms"):
+        assert _replaced(summary, old), old
+    for new in ("WTYR-168", "fjord-12.internal", "2.7", "80"):
+        assert new in summary
+    # The tenant rule shares no kind of subject or phrasing with any update: it stays.
+    assert not _replaced(summary, "zephyr4.example")
+
+
+def test_an_update_in_other_words_finds_its_item_by_tag_size_branch_or_abbreviation() -> None:
+    summary = summarize(
+        _said(
+            "The container base image is `python:3.12-willow`.",
+            "The firmware image can't be larger than 61 KB.",
+            "The docs build must finish inside 24 minutes or CI kills it.",
+            "Our on-call rule: nobody force-pushes to `mesa_ember`.",
+            "Treat lotus-19.internal as production; touching it needs my sign-off.",
+            "The staging database lives on raven-40.internal.",
+            "Heads-up on the Docker starting point: we moved it to python:4.2-willow.",
+            "Heads-up on the size ceiling for the flashed binary: we moved it to 79.",
+            "Change of plan for the protected branch, make it marlin_pylon.",
+            "Update: the box that counts as prod = juniper-12.internal.",
+        )
+    )
+    for old in ("python:3.12-willow", "61 KB", "mesa_ember", "lotus-19.internal"):
+        assert _replaced(summary, old), old
+    # Each update replaced one item: the docs limit and the staging host stay current.
+    for kept in ("24 minutes", "raven-40.internal"):
+        assert not _replaced(summary, kept), kept
+
+
+def test_an_update_replaces_the_item_whose_value_has_its_very_form() -> None:
+    summary = summarize(
+        _said(
+            "No more than 52 concurrent connections to onyx-18.internal.",
+            "You are not permitted to email anyone outside harbor6.example.",
+            "The allowed email domain moved to ember5.example as of today.",
+        )
+    )
+    assert _replaced(summary, "harbor6.example")
+    assert not _replaced(summary, "onyx-18.internal")

@@ -66,6 +66,10 @@ _PROHIBITION = re.compile(
     # rewrite is off the table"; and reported: "Legal asked us not to log emails".
     r"(?:not|isn['’]t|aren['’]t)\s+(?:an?\s+)?option|not\s+negotiable|non-negotiable|"
     r"out\s+of\s+the\s+question|off\s+the\s+table|off[\s-]limits|"
+    # Said as an idiom of keeping away ("hold off on deploys", "keep your hands off"), or
+    # as whose job it is not ("a human's job, not yours", "only I get to do").
+    r"hold\s+off|hands\s+off|not\s+(?:yours|for\s+you|your\s+(?:job|call|decision))|"
+    r"only\s+(?:i|me)\s+(?:get\s+to|can|may|am\s+allowed\s+to)|"
     r"(?:ask(?:ed|s)?|told|tells?|instructed|reminded|wants?|said)\s+(?:\w+\s+){0,2}not\s+to)\b",
     re.IGNORECASE,
 )
@@ -105,7 +109,15 @@ _OBLIGATION = re.compile(
     r"allowed|permitted|compatib(?:le|ility)|unchanged|read-only|exactly|"
     # A pin or a bound said as a fragment: "stuck on attrs 3.10", "nothing newer".
     r"stuck\s+(?:on|with)|pinned\s+(?:to|at|on)|locked\s+(?:to|at|on)|frozen\s+at|"
-    r"nothing\s+(?:newer|older|else|more|less|higher|lower|bigger|larger|later|earlier|beyond))\b",
+    r"nothing\s+(?:newer|older|else|more|less|higher|lower|bigger|larger|later|earlier|beyond)|"
+    # A bound said as a comparison with a value ("can't be larger than 51 KB", "stays below
+    # $3300"), a value kept as it is ("staying on 3.11 until …"), or the one allowed
+    # source ("from the mirror and nowhere else").
+    r"(?:larger|bigger|smaller|longer|shorter|higher|lower|more|less|fewer|greater|heavier|"
+    r"slower|faster|later|earlier|older|newer)\s+than\s+(?=[$\d])|"
+    r"(?:stays?|staying|remains?|remaining|kept|keeps?)\s+(?:below|under|above|over|within|"
+    r"at|on|there|put|as\s+is)|(?:below|under|above|beneath)\s+(?=[$\d])|"
+    r"nowhere\s+else|no\s+other|exclusively|solely)\b",
     re.IGNORECASE,
 )
 # A short label before a colon: "Requirement:", "Next task:", "Round 5:", "FYI:".
@@ -123,6 +135,10 @@ _LABELLED = {
     "goal": Act.REQUEST,
     "request": Act.REQUEST,
     "todo": Act.REQUEST,
+    "objective": Act.REQUEST,
+    "aim": Act.REQUEST,
+    "mission": Act.REQUEST,
+    "list": Act.REQUEST,
     "job": Act.REQUEST,
     "preference": Act.PREFERENCE,
     "preferences": Act.PREFERENCE,
@@ -163,7 +179,11 @@ _SHOULD_SUBJECT = re.compile(
     r"^(?:.*\b)?(?:you|we|i|all\s+\w+|every\s+\w+|each\s+\w+|any\s+\w+|no\s+\w+|your\s+\w+|"
     r"our\s+\w+|new\s+\w+|responses?|answers?|replies|commits?|(?:the\s+)?(?:code|output|"
     r"summary|answer|response|reply|commit|change|fix|solution|implementation|"
-    r"function|functions|tests))$",
+    r"function|functions|tests)|"
+    # The things the agent writes, said of their style: "Comments in `x` should be sparse".
+    r"(?:comments?|docstrings?|names?|variables?|messages?|log\s+lines?|logs?|lines?|prs?|"
+    r"pull\s+requests?|docs|imports?|type\s+hints?|errors?|commit\s+\w+)"
+    r"(?:\s+(?:in|for|of|on)\s+\S+)?)$",
     re.IGNORECASE,
 )
 # A generic, quantified subject states a norm: "All prices go out in EUR", "Every endpoint
@@ -174,6 +194,12 @@ _PREFERENCE = re.compile(
     r"dislikes?|wants?|wish(?:es)?|ideally|would\s+like|i['’]d\s+like|i\s+like|fond\s+of|"
     r"happier\s+with|style|convention|appreciate\w*|would\s+be\s+(?:nice|great|good)|"
     r"leans?\s+towards?|more\s+comfortable|(?:if|where|when(?:ever)?)\s+possible|"
+    # A liking said in other words: "I tend to like", "would make me happy", "that's my
+    # taste", "reads best as …", "I'd go with X over Y".
+    r"(?:i|we)\s+(?:\w+\s+){1,2}(?:like|love|enjoy)|(?:would|will|does|do)\s+make\s+me\s+"
+    r"(?:happy|glad)|makes\s+me\s+(?:happy|glad)|(?:my|our)\s+taste|to\s+my\s+taste|"
+    r"reads?\s+(?:best|better|nicer|cleaner)|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+"
+    r"(?:go\s+with|pick|choose|opt\s+for|use)|"
     r"(?:i|we|they|he|she|the\s+\w+)\s+finds?\b.{1,80}\b(?:easiest|easier|best|better|clearer|"
     r"nicer|cleaner|simpler|more\s+readable))\b",
     re.IGNORECASE,
@@ -200,7 +226,13 @@ _REQUEST_FRAME = re.compile(
     r"the\s+(?:goal|task|objective|aim|plan)\b|(?:next|new|first|main|current|today['’]s)\s+"
     r"(?:task|step|goal|job)|task\s*:|goal\s*:|todo\s*:|go\s+ahead\s+and|time\s+to|"
     r"we\s+(?:need|have|want)\s+to|we\s+(?:need|want)\s+(?:a|an|some)\s|"
-    r"what\s+(?:i|we)\s+(?:need|want)\s+is|now\s+(?:we\s+)?(?:need\s+to\s+)?)",
+    r"what\s+(?:i|we)\s+(?:need|want)\s+is|now\s+(?:we\s+)?(?:need\s+to\s+)?|"
+    # The work said as what remains or what is needed: "What's left is porting X", "The
+    # thing I actually need today is a CSV export", "I'd love for you to write …".
+    r"what['’]?s\s+left|what\s+(?:is\s+left|remains)|(?:the\s+)?(?:one\s+)?(?:thing|part|bit)"
+    r"\s+(?:i|we)\s+(?:\w+\s+)?(?:need|want)(?:\s+\w+)?\s+is|(?:i['’]d|i\s+would)\s+love"
+    r"\s+(?:for\s+)?(?:you\s+)?to|(?:main|primary|overall)\s+(?:objective|aim)|"
+    r"next\s+on\s+the\s+list|objective\s*:)",
     re.IGNORECASE,
 )
 _WORK_VERBS = (
@@ -214,7 +246,28 @@ _WORK_VERBS = (
     r"expose|drop|revert|restore|bump|pin|lint|format|scaffold|sketch|plan|describe|identify|"
     r"determine|figure|trace|inspect|explore|study|learn|understand|websearch|google)\b"
 )
-_WORK_VERB = re.compile(_LEAD + _PLEASE + _WORK_VERBS, re.IGNORECASE)
+# Not before a colon: "Update: the port = 80" labels what follows, it asks for no work.
+_WORK_VERB = re.compile(_LEAD + _PLEASE + _WORK_VERBS + r"(?!\s*:)", re.IGNORECASE)
+# A value set again, said as an imperative ("Change of plan for the port, make it 55"):
+# it states the value, like a fact does, and may replace the earlier one.
+_SETS_VALUE = re.compile(
+    r"\b(?:make|set|change|bump|move|switch|turn)\s+(?:it|that|this|them)\s+(?:to\s+|into\s+)?\S",
+    re.IGNORECASE,
+)
+# The work asked for after the description of it: "The webhook has to be retried on
+# failure, please build that."
+_TRAILING_REQUEST = re.compile(
+    r"[,;:.—–-]\s*(?:so\s+|and\s+)?(?:please|kindly|can\s+you|could\s+you)\s+"
+    + _WORK_VERBS
+    + r"\s+(?:that|this|it|them|one)\b",
+    re.IGNORECASE,
+)
+# How to present things: "Show me money as CHF", "display dates in ISO 8601".
+_PRESENTATION = re.compile(
+    _LEAD + _PLEASE + r"(?:show|display|present|give|express)\s+(?:me\s+|us\s+)?"
+    r"(?:\w+\s+){1,3}(?:as|in)\s+\S",
+    re.IGNORECASE,
+)
 # A question proposing work to the agent ("How about you add caching?", "Could we maybe
 # wire it in?"): whatever the question word, the agent or "we" does the work.
 _PROPOSES_WORK = re.compile(r"\b(?:you|we)\s+(?:\w+\s+)?" + _WORK_VERBS, re.IGNORECASE)
@@ -236,16 +289,21 @@ _CHATTER = re.compile(
 # A value: numbers, paths, identifiers, code spans, quoted text, money, versions, hosts.
 _VALUE = re.compile(
     r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d[\d,.]*\w*|"
+    # An image or package tag without backticks: "python:4.2-willow", "redis:7".
+    r"\b[a-z][\w.-]*:\d[\w.-]*[\w]|\b[a-z][\w.-]*:\d\b|"
+    # What "X = Y" sets: "the log library = tenacity".
+    r"(?<==\s)[a-z0-9][\w.:/@-]*[\w/]|"
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:internal|example|com|org|net|io|dev|local|json|py|ts|js|md|"
     r"yaml|yml|toml|sh|mk|ex|exs|rs|go|java|rb|sql|txt|csv|html|css)\b|"
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"
     r"\b[A-Za-z]+[_]\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b|\b[A-Za-z]+\d+[\w-]*\b|"
     r"\b\d[\d:.,/-]*\d\b|\b\d\b|"
-    r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"
-    # A name opening a sentence ("Ada Quint owns the release"): two capitalised words
-    # before a lowercase one, not a capitalised article or pronoun.
-    r"^(?!(?:The|A|An|This|That|These|Those|Our|My|Your|Their|We|I|It|All|Every|Each|No|"
-    r"Please|If|When|Then|Also|And|But|So|Now)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+(?=\s+[a-z])"
+    r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,=] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"
+    # A name opening a sentence ("Ada Quint owns the release", also after a lead-in:
+    # "Also: Ada Quint owns …"): two capitalised words before a lowercase one, not a
+    # capitalised article or pronoun.
+    r"(?:^|(?<=[:;] ))(?!(?:The|A|An|This|That|These|Those|Our|My|Your|Their|We|I|It|All|"
+    r"Every|Each|No|Please|If|When|Then|Also|And|But|So|Now)\b)[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+(?=\s+[a-z])"
 )
 _ANAPHOR_OR_ELLIPSIS = re.compile(
     r"^(?:it|this|that|there|these|those|they|them|such|so|never|always|only|no|not|don['’]t|"
@@ -281,7 +339,10 @@ def split_aside(text: str) -> tuple[str, str] | None:
 def classify(sentence: str) -> Act:
     """What one sentence of user text does."""
     text = sentence.strip()
-    aside = split_aside(text)
+    label = _LABEL.match(text)
+    labelled = label is not None and label.group(1).casefold().split()[-1] in _LABELLED
+    # A label that says what follows ("Main objective: …") is no aside.
+    aside = None if labelled else split_aside(text)
     if aside is not None:
         # "Not related, but we need to migrate X", "hey, use tabs": the aside is how the
         # user leads in, the rest is what they say. It decides when it says more than a
@@ -292,7 +353,6 @@ def classify(sentence: str) -> Act:
         binds = _PREFERENCE.search(aside[0]) or _prohibits(aside[0]) or _ALWAYS.search(aside[0])
         if rest in (Act.RULE, Act.PREFERENCE, Act.REQUEST) and not binds:
             return rest
-    label = _LABEL.match(text)
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
         said = _LABELLED.get(label.group(1).casefold().split()[-1])
@@ -318,7 +378,7 @@ def classify(sentence: str) -> Act:
         return Act.REQUEST
     if _PREFERENCE.search(text) and not _REQUEST_FRAME.match(text):
         return Act.PREFERENCE
-    if _MANNER_VERB.match(text):
+    if _MANNER_VERB.match(text) or _PRESENTATION.match(text):
         return Act.RULE
     condition = _CONDITION.match(text)
     if condition and _MANNER_VERB.match(condition.group(1)):
@@ -328,7 +388,9 @@ def classify(sentence: str) -> Act:
         _REQUEST_FRAME.match(condition.group(1)) or _WORK_VERB.match(condition.group(1))
     ):
         return Act.REQUEST
-    if _REQUEST_FRAME.match(text) or _WORK_VERB.match(text):
+    if has_value and _SETS_VALUE.search(text):
+        return Act.FACT
+    if _REQUEST_FRAME.match(text) or _WORK_VERB.match(text) or _TRAILING_REQUEST.search(text):
         return Act.REQUEST
     if _is_obligation(text) or _UNIVERSAL.match(text):
         return Act.RULE
@@ -478,5 +540,14 @@ def _stem(word: str) -> str:
         return word[:-3] + "y"
     for suffix in ("ing", "ed", "s"):
         if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+            stem = word[: -len(suffix)]
+            # "logging" and "log", "bumped" and "bump": a doubled last consonant is one.
+            if (
+                suffix != "s"
+                and len(stem) >= 4
+                and stem[-1] == stem[-2]
+                and stem[-1] not in "aeiouls"
+            ):
+                stem = stem[:-1]
+            return stem
     return word

@@ -24,12 +24,18 @@ _REPLACES_SUFFIX = re.compile(r"^(.*?) \(replaces earlier: (.*)\)$", re.DOTALL)
 _UPDATE_CUE = re.compile(
     r"\b(?:now|instead|no\s+longer|any\s?more|changed?|changing|switch(?:ed)?|moved?|"
     r"correction|correct(?:ed)?|actually|update[ds]?|revised?|scratch\s+that|never\s+mind|"
-    r"from\s+now\s+on|going\s+forward|as\s+of|new|rather|replace[ds]?|should\s+be|"
+    r"from\s+now\s+on|going\s+forward|as\s+of|rather|"
+    # "New" says a value changed when it is about the value ("New info on …", "the new
+    # port is 80"), not when it describes a thing ("snake_case for new JSON fields").
+    r"new\s+(?:info\w*|value|number|one|setting|figure|address|plan)|"
+    r"the\s+new\s+\w+(?:\s+\w+)?\s+(?:is|are|=|will\s+be)|replace[ds]?|should\s+be|"
     r"is\s+(?:going|set)\s+to\s+be|not\s+\S+\s+but|raised?|lowered?|increased?|reduced?|"
     r"bumped?|extended?|shortened?|override|overrid(?:e|den)|disregard|"
     r"(?:ignore|forget)\s+what\s+i\s+(?:said|wrote|told\s+you)|following\s+up\s+on|"
     r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on|"
-    r"turns?\s+out|turned\s+out|not\s+what\s+i\s+(?:said|wrote|told\s+you))\b",
+    r"turns?\s+out|turned\s+out|not\s+what\s+i\s+(?:said|wrote|told\s+you)|"
+    # "Ignore the 1.24 I gave you", "scrap that number".
+    r"(?:ignore|disregard|forget|scrap)\s+(?:the|that|my)\b)\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -39,7 +45,8 @@ _UPDATE_WORDS_TEXT = (
     "mind forward new rather replace replaced replaces should going set raise raised "
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note disregard ignore "
-    "forget said wrote told following misspoke wrong earlier small here mistake"
+    "forget said wrote told following misspoke wrong earlier small here mistake make gave "
+    "plan heads-up got"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -62,21 +69,50 @@ def with_replaced(new: str, old: str) -> str:
     return f"{new}{REPLACES}{main_text(old)})"
 
 
-# "At most 80 lines", "the length limit", "no more than 5": all state a limit.
+# "At most 80 lines", "the length limit", "no more than 5", "the latency target", "the
+# GPU allowance", "larger than 51 KB": all state a limit.
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
-    r"cap(?:ped)?|under|within|up\s+to|exceed\w*)\b",
+    r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|"
+    r"timeout|below|above|inside|(?:larger|bigger|smaller|longer|shorter|more|less|"
+    r"fewer)\s+than)\b",
     re.IGNORECASE,
 )
+# The same few things are named in many ways: where something runs ("lives on", "the box",
+# "the machine"), who is responsible ("owns", "the owner", "handles"), when something
+# happens, which folder, which version. A later statement naming its subject in other words
+# ("where the pre-prod DB runs" for "The staging database lives on …") still shares the
+# kind of subject; it counts as one shared word, beside the value's form.
+_KINDS_OF_SUBJECT = {
+    "@place": r"hosts?|servers?|machines?|box(?:es)?|instances?|nodes?|lives?|sits?|hosted|"
+    r"located|where|runs?\s+(?:on|at)",
+    "@owner": r"owners?|owns|owned|responsible|maintainers?|maintains|who|approv\w+|on-call",
+    "@time": r"when|time|schedule\w*|starts?|kicks?\s+off|cutoff|window|nightly|daily|o['’]clock|"
+    r"(?:after|before|until)\s+\d+",
+    "@folder": r"folders?|director(?:y|ies)|dirs?|paths?|written\s+to|stored|saved|lands?\s+in",
+    "@version": r"versions?|releases?|oldest|newest|support(?:ed|s)?|runs?\s+on",
+    "@count": r"how\s+many|number\s+of|count|roughly|about|approximately",
+    "@size": r"sizes?|larger|bigger|smaller|heavier|kb|mb|gb|bytes|footprint",
+    "@branch": r"branch(?:es)?|push(?:es|ed)?|force-push\w*|merg\w+",
+    "@release": r"deploy(?:s|ed|ing|ments?)?|releases?|rollouts?|ship(?:s|ping)?",
+    "@money": r"currency|currencies|money|amounts?|prices?|costs?",
+    "@source": r"(?:comes?|fetched|pulled|downloaded|installed|sourced|gets?)\s+(?:\w+\s+)?from|"
+    r"mirrors?|registr(?:y|ies)",
+}
+_KIND_RES = {
+    kind: re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
+    for kind, words in _KINDS_OF_SUBJECT.items()
+}
 
 
 def _subject_words(text: str) -> set[str]:
-    """What a statement is about: its content words, with "limit" for any way of saying one."""
+    """What a statement is about: its content words, with "limit" for any way of saying one
+    and a mark for each kind of subject it names (`_KINDS_OF_SUBJECT`)."""
     # Lead-ins ("Separately, …", "Before I forget - …") say nothing about the subject.
     words = set(content_words(without_lead(text)) - _UPDATE_WORDS)
     if _LIMIT.search(text):
         words = {w for w in words if not _LIMIT.fullmatch(w)} | {"limit"}
-    return words
+    return words | {kind for kind, found in _KIND_RES.items() if found.search(text)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -123,10 +159,29 @@ def _fine_shape(value: str) -> str | None:
 def same_form_values(new: str, old: str) -> bool:
     """Whether `new` brings a value that `old` lacks of a form `old` has (for an update
     that names its subject in words `old` does not use: the form is what is left)."""
-    new_values = set(values_in(new))
-    old_values = set(values_in(main_text(old)))
+    new_values = set(values_in(without_lead(new)))
+    old_values = set(values_in(without_lead(main_text(old))))
     fresh = {_fine_shape(v) for v in new_values - old_values} - {None}
     return bool(fresh & {_fine_shape(v) for v in old_values - new_values})
+
+
+def _kind(value: str) -> str:
+    """`_shape`, with the catch-all "word" split by form: an image tag `python:4.2-x` is no
+    currency code `NZD`, though both are "words"."""
+    shape = _shape(value)
+    return shape if shape != "word" else f"word {_fine_shape(value)}"
+
+
+def _abbreviated(new_words: set[str], old_words: set[str]) -> set[str]:
+    """Words one statement shortens from the other's ("prod" for "production", "config"
+    for "configuration"): four letters at least, so "log" is no "login"."""
+    return {
+        short
+        for short in new_words | old_words
+        if len(short) >= 4 and not short.startswith("@")
+        for other in (old_words if short in new_words else new_words)
+        if other != short and other.startswith(short)
+    }
 
 
 def supersedes(new: str, old: str) -> float:
@@ -138,8 +193,9 @@ def supersedes(new: str, old: str) -> float:
     if not cue:
         return 0.0
     old_main = main_text(old)
-    new_values = set(values_in(new))
-    old_values = set(values_in(old_main))
+    # Values read without the lead-ins: "btw Change of plan …" capitalises no value.
+    new_values = set(values_in(without_lead(new)))
+    old_values = set(values_in(without_lead(old_main)))
     if not new_values or not old_values:
         return 0.0
     fresh = new_values - old_values
@@ -148,7 +204,11 @@ def supersedes(new: str, old: str) -> float:
         return 0.0
     new_words = _subject_words(new)
     old_words = _subject_words(old_main)
-    shared = new_words & old_words
+    # A proper name both mention ("the Redis cache", "the Redis host") is what both are
+    # about, not a value either changes: it counts as a shared subject word. An acronym
+    # ("the API", "CI") is too generic to tell one item by.
+    names = {v.casefold() for v in old_values & new_values if re.fullmatch(r"[A-Z][a-z]{2,}", v)}
+    shared = new_words & old_words | names | _abbreviated(new_words, old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
@@ -157,7 +217,7 @@ def supersedes(new: str, old: str) -> float:
         # 8080". A word both mention ("the API", a capitalised "Quick") is no old value.
         return NAMES_OLD_VALUE + coverage
     # Otherwise it must drop an old value for a new one of the same shape ...
-    if not gone or not {_shape(v) for v in fresh} & {_shape(v) for v in gone}:
+    if not gone or not {_kind(v) for v in fresh} & {_kind(v) for v in gone}:
         return 0.0
     # ... say it is a change ("never touch a.py" and then "never touch b.py" are two rules,
     # not one replacing the other) and be about the same thing. A user names the thing in
@@ -166,5 +226,11 @@ def supersedes(new: str, old: str) -> float:
     if cue and shared:
         # More shared subject words beat a short earlier item that shares one ("the host
         # that needs two replicas" is the replicas rule, not "the Redis host").
-        return 1.0 + len(shared) + coverage / 2
+        # A kind of subject both name ("the host" / "lives on") is weaker evidence than a
+        # word both use: it counts half.
+        kinds = sum(1 for w in shared if w.startswith("@"))
+        # A value of the very same form (`.example` for `.example`, not `.internal`) breaks
+        # a tie between two items sharing as many words.
+        same_form = bool({_fine_shape(v) for v in fresh} & {_fine_shape(v) for v in gone} - {None})
+        return 1.0 + len(shared) - kinds / 2 + coverage / 2 + same_form / 4
     return 0.0
