@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import Stemmer
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from app.engine.search import MatchMode, SearchQuery, SearchTerm
 from app.engine.search_snippets import Snippets
+from app.store.models import CompactionRow, SessionRow
 
 FTS_TABLE = "transcript_search"
 PG_INDEX = "ix_transcript_entries_search"
@@ -30,6 +31,10 @@ PG_INDEX = "ix_transcript_entries_search"
 # each candidate's text again — with the expression index, ranking re-ran to_tsvector on
 # every hit, and a query over a 10,000-entry session took seconds (bench/store.py).
 PG_VECTOR_COLUMN = "search_vector"
+# The role a message says it has (a Responses item: its type), stored (PostgreSQL only,
+# `0013`): reading it from the message parsed the whole JSON of each hit.
+PG_ROLE_COLUMN = "search_role"
+_PG_ROLE = "coalesce(message ->> 'role', message ->> 'type')"
 
 
 def outside_the_models(obj: object, name: str | None, type_: str, *_: object) -> bool:
@@ -40,7 +45,7 @@ def outside_the_models(obj: object, name: str | None, type_: str, *_: object) ->
         return True
     if type_ == "table" and (name == FTS_TABLE or name.startswith(FTS_TABLE + "_")):
         return False
-    if type_ == "column" and name == PG_VECTOR_COLUMN:
+    if type_ == "column" and name in (PG_VECTOR_COLUMN, PG_ROLE_COLUMN):
         return False
     return not (type_ == "index" and name == PG_INDEX)
 
@@ -72,6 +77,15 @@ class SearchRow:
     role: str
     snippet: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    """What a search needs of its session: how many leading system entries it has (never
+    folded) and where the context's kept entries start (0: nothing folded yet)."""
+
+    system_prefix_count: int
+    first_kept_seq: int
 
 
 # --- SQLite FTS5 ------------------------------------------------------------------
@@ -189,6 +203,26 @@ def pg_vector_column_drop_statements() -> list[str]:
     ]
 
 
+def pg_reads_less_statements() -> list[str]:
+    """`0013`: the GIN index takes each entry when it is written instead of queueing it
+    in its pending list (which every query must read, and which made the planner scan
+    the session's entries instead), and what is queued already is merged now; an
+    entry's role is stored (generated) so a hit's is read without parsing its message."""
+    return [
+        f"ALTER INDEX {PG_INDEX} SET (fastupdate = off)",
+        f"SELECT gin_clean_pending_list('{PG_INDEX}'::regclass)",
+        f"ALTER TABLE transcript_entries ADD COLUMN {PG_ROLE_COLUMN} text "
+        f"GENERATED ALWAYS AS ({_PG_ROLE}) STORED",
+    ]
+
+
+def pg_reads_less_drop_statements() -> list[str]:
+    return [
+        f"ALTER TABLE transcript_entries DROP COLUMN IF EXISTS {PG_ROLE_COLUMN}",
+        f"ALTER INDEX {PG_INDEX} RESET (fastupdate)",
+    ]
+
+
 def pg_drop_statement() -> str:
     return f"DROP INDEX IF EXISTS {PG_INDEX}"
 
@@ -231,8 +265,8 @@ def _pg_search(
         "FROM transcript_entries AS e "
         f"WHERE e.session_id = :session_id AND {vector} @@ ({tsquery}) {below} "
         "ORDER BY score DESC, e.seq DESC LIMIT :limit) "
-        "SELECT hits.seq, coalesce(e.message ->> 'role', e.message ->> 'type'), "
-        "e.search_text, hits.score FROM hits JOIN transcript_entries AS e ON e.id = hits.id "
+        f"SELECT hits.seq, e.{PG_ROLE_COLUMN}, e.search_text, hits.score "
+        "FROM hits JOIN transcript_entries AS e ON e.id = hits.id "
         "ORDER BY hits.score DESC, hits.seq DESC"
     )
     rows = db.execute(sql, params).all()
@@ -263,6 +297,27 @@ class SearchRepository:
 
     def __init__(self, db: Session) -> None:
         self.db = db
+
+    def scope(self, session_id: str, tenant: str) -> SearchScope | None:
+        """The tenant's session as a search sees it (None: no such session of the
+        tenant's), in one query: loading the session and its newest compaction record
+        as objects was most of a search that found little (py-spy, bench/store.py)."""
+        newest = (
+            select(CompactionRow.first_kept_seq)
+            .where(CompactionRow.session_id == SessionRow.id)
+            .order_by(CompactionRow.ordinal.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        found = self.db.execute(
+            select(SessionRow.system_prefix_count, newest).where(
+                SessionRow.id == session_id, SessionRow.tenant == tenant
+            )
+        ).first()
+        if found is None:
+            return None
+        prefix, first_kept = found
+        return SearchScope(int(prefix or 0), int(first_kept or 0))
 
     def search(
         self, session_id: str, query: SearchQuery, limit: int, max_seq: int | None = None

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.store.migrate import downgrade, upgrade
-from app.store.search import PG_INDEX, PG_VECTOR_COLUMN
+from app.store.search import PG_INDEX, PG_ROLE_COLUMN, PG_VECTOR_COLUMN
 from app.tokenizers.bpe import TokenizerRegistry
 from tests.conftest import fresh_database
 
@@ -65,3 +65,54 @@ def test_search_reads_the_stored_vector_and_finds_old_and_new_entries(
         client.post(f"/sessions/{sid}/messages", json={"messages": more})
         assert set(_hits(client, sid, "staging")) == {0, 2}
         assert _hits(client, sid, "roll back") == [2]
+
+
+def _pending_pages(url: str) -> int:
+    """Merges the GIN index's pending list; how many pages it held."""
+    with psycopg.connect(url) as db:
+        row = db.execute("SELECT gin_clean_pending_list(%s::regclass)", (PG_INDEX,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _columns(url: str) -> set[str]:
+    with psycopg.connect(url) as db:
+        rows = db.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s",
+            ("transcript_entries",),
+        ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def _index_options(url: str) -> list[str]:
+    with psycopg.connect(url) as db:
+        row = db.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (PG_INDEX,))
+        found = row.fetchone()
+    assert found is not None
+    return list(found[0] or [])
+
+
+def test_appended_entries_go_straight_into_the_index_not_a_pending_list(
+    pg_url: str, tokenizers: TokenizerRegistry
+) -> None:
+    """0013: a transcript is appended to all the time; entries left in GIN's pending list
+    are read by every search (and made the planner scan the session's entries instead)."""
+    assert _index_options(pg_url) == ["fastupdate=off"]
+    settings = Settings(database_url=pg_url, auto_migrate=False)
+    batch = [
+        {"role": "user", "content": f"note {i}: the gateway listens on {8000 + i}"}
+        for i in range(300)
+    ]
+    with TestClient(create_app(settings, tokenizers=tokenizers)) as client:
+        sid = client.post("/sessions", json={}).json()["id"]
+        client.post(f"/sessions/{sid}/messages", json={"messages": batch}).raise_for_status()
+        assert _pending_pages(pg_url) == 0
+        assert _hits(client, sid, "8299") == [299]
+        found = client.get(f"/sessions/{sid}/search", params={"q": "gateway 8001"}).json()
+        assert [(h["seq"], h["role"]) for h in found["hits"]] == [(1, "user")]
+    downgrade(pg_url, "0012_search_vector")
+    assert PG_ROLE_COLUMN not in _columns(pg_url)
+    assert _index_options(pg_url) == []
+    upgrade(pg_url)
+    assert _index_options(pg_url) == ["fastupdate=off"]
+    assert PG_ROLE_COLUMN in _columns(pg_url)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from app.engine.errors import CompactorError
 from app.engine.search import MatchMode, SearchQueryError, parse_query
+from app.services.sessions.errors import SessionNotFoundError
 from app.services.sessions.transactions import SessionStore
 
 MAX_SEARCH_LIMIT = 100
@@ -51,10 +52,10 @@ class TranscriptSearch:
             raise InvalidSearchQueryError(str(exc)) from exc
         limit = max(1, min(limit, MAX_SEARCH_LIMIT))
         with self._store.transaction() as tx:
-            session = self._store.require(tx, tenant, session_id)
-            latest = tx.compactions.latest(session_id)
-            first_kept = latest.first_kept_seq if latest is not None else 0
-            prefix = session.system_prefix_count
+            scope = tx.search.scope(session_id, tenant)
+            if scope is None:
+                raise SessionNotFoundError(f"session {session_id} not found")
+            first_kept, prefix = scope.first_kept_seq, scope.system_prefix_count
             if folded_only and first_kept <= prefix:
                 return SearchResult([], query.mode)
             max_seq = first_kept if folded_only else None
