@@ -5,8 +5,8 @@ Made here rather than by the databases' highlighters because those re-tokenize e
 hit's whole text: FTS5's `snippet()` and PostgreSQL's `ts_headline` were most of a
 search's time on a 10,000-entry session (bench/store.py --search: of ~200 ms on
 PostgreSQL, ~150 were `ts_headline` for the ten hits shown). Here a hit's text is
-scanned once by one regular expression for words that could match, only those are
-stemmed, and only the chosen window is split into words.
+searched (`str.find`) for the words that could match, only those are stemmed, and only
+the chosen window is split into words.
 
 Which entries match is the database's decision; this only shows why. The stemmer is the
 one of the backend's index (Porter for FTS5, Snowball English for PostgreSQL), given by
@@ -33,7 +33,7 @@ _LEAD_WORDS = 3
 _REGION_BEFORE, _REGION_AFTER = 200, 800
 # A candidate window: this many characters after a match are searched for the others.
 _WINDOW_CHARS = 160
-# Longest run of non-words shown between two words; matching words looked at in one text.
+# Longest run of non-words shown between two words; words looked at per query word.
 _GAP_CHARS, _MAX_MATCHES = 16, 2_000
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -78,21 +78,22 @@ class _Matcher:
 
 def _candidates(text: str, starts: frozenset[str]) -> list[tuple[int, str]]:
     """The words of `text` beginning with one of `starts` in any case, with their
-    offsets, in order (at most _MAX_MATCHES). Found with `str.find` on the lower-cased
-    text: a regular expression for the same took 50-300 ns a character, most of a
-    search's time for a hit of a few kilobytes."""
+    offsets, in order (at most _MAX_MATCHES for each start). Found with `str.find` on
+    the lower-cased text: a regular expression for the same took 50-300 ns a character,
+    most of a search's time for a hit of a few kilobytes."""
     lowered = text.lower()
     if len(lowered) != len(text):
         # A character whose lower case is longer ("İ"): offsets would drift.
         return [(m.start(), m.group()) for m in _case_blind(starts).finditer(text)]
     found: dict[int, str] = {}
     for start in starts:
-        at = lowered.find(start)
-        while at != -1 and len(found) < _MAX_MATCHES:
+        at, taken = lowered.find(start), 0
+        while at != -1 and taken < _MAX_MATCHES:
             if at == 0 or not _is_word_character(lowered[at - 1]):
                 word = _WORD.match(text, at)
                 if word is not None:
                     found[at] = word.group()
+                    taken += 1
             at = lowered.find(start, at + 1)
     return sorted(found.items())
 
@@ -152,18 +153,6 @@ class Snippets:
             more = _WORD.search(text, previous_end) is not None
             pieces.append(" " + ELLIPSIS if more else _between(text[previous_end:]))
         return _SPACE.sub(" ", "".join(pieces)).strip()
-
-
-def snippet(
-    text: str,
-    query: SearchQuery,
-    stem: Stemmer,
-    *,
-    words: int = SNIPPET_WORDS,
-    mark: tuple[str, str] = ("**", "**"),
-) -> str:
-    """The snippet of one hit (`Snippets(...).of(text)`)."""
-    return Snippets(query, stem, words=words, mark=mark).of(text)
 
 
 def _between(gap: str) -> str:

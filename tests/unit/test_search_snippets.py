@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import Stemmer
+import Stemmer as PyStemmer
 
-from app.engine.search import parse_query
-from app.engine.search_snippets import snippet
+from app.engine.search import SearchQuery, parse_query
+from app.engine.search_snippets import Snippets, Stemmer
 
-ENGLISH = Stemmer.Stemmer("english").stemWord
-PORTER = Stemmer.Stemmer("porter").stemWord
+ENGLISH = PyStemmer.Stemmer("english").stemWord
+PORTER = PyStemmer.Stemmer("porter").stemWord
+
+
+def snippet(text: str, query: SearchQuery, stem: Stemmer) -> str:
+    return Snippets(query, stem).of(text)
 
 
 def test_a_stemmed_form_of_the_query_word_is_marked() -> None:
@@ -61,3 +65,9 @@ def test_case_is_kept_and_matched_regardless() -> None:
     assert (
         snippet("See README.md first", parse_query("readme"), PORTER) == "See **README**.md first"
     )
+
+
+def test_a_text_whose_lower_case_is_longer_is_still_marked_in_place() -> None:
+    """ "İ" lower-cases to two characters: offsets in the lower-cased text would drift."""
+    shown = snippet("İstanbul office: we deployed there", parse_query("deploy"), ENGLISH)
+    assert shown == "İstanbul office: we **deployed** there"
