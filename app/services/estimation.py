@@ -200,8 +200,9 @@ class EstimationService:
         policy = info.policy
         return CompactionSettings(
             context_window=history.context_window or info.context_window,
-            reserve_tokens=_first(
-                history.reserve_tokens, policy.reserve_tokens, DEFAULT_RESERVE_TOKENS
+            reserve_tokens=max(
+                _first(history.reserve_tokens, policy.reserve_tokens, DEFAULT_RESERVE_TOKENS),
+                history.output_budget,
             ),
             trigger_tokens=history.trigger_tokens,
             keep_recent_tokens=_first(

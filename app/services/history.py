@@ -32,6 +32,10 @@ class HistoryInput:
     model: str | None = None
     context_window: int | None = None
     reserve_tokens: int | None = None
+    # The request's own output budget (`max_tokens` and the like): the reserve is at
+    # least this, whichever reserve applies (the request's, the model policy's, the
+    # default).
+    output_budget: int = 0
     trigger_tokens: int | None = None
     keep_recent_tokens: int | None = None
     tokenizer: str = AUTO_TOKENIZER

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from app.engine.compaction.orchestration import CompactionPlan
-from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
+from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.json_logging import log_event
 from app.services.compaction import CompactionService
@@ -55,13 +55,16 @@ KEEP_RECENT_SHARE = 4
 
 def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
     """The request's history and what decides its threshold: the registry window of its
-    model, the reserve raised by its output budget."""
+    model, its reserve (the model policy's, else the default) raised by the request's
+    output budget. (The reserve was once set here to the default, which overrode the
+    operator's per-model reserve: a 40k window with a 4k reserve compacted at 7,232
+    tokens instead of 34,000.)"""
     envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
     if envelope is None or envelope.history is None:
         return None
     return replace(
         request_history(call.api.format, envelope, envelope.history),
-        reserve_tokens=max(DEFAULT_RESERVE_TOKENS, envelope.output_budget),
+        output_budget=envelope.output_budget,
     )
 
 

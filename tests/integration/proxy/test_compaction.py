@@ -152,6 +152,41 @@ def test_max_tokens_raise_the_reserve(
     assert is_summary(sent["messages"][0]) and sent["messages"][-1] == history[-1]
 
 
+def test_the_models_configured_reserve_decides_the_proxys_threshold(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    """A 40,000-token window with a 4,000-token reserve (COMPACTOR_CONFIG): the threshold
+    is 34,000, not the 7,232 of the default 32,768-token reserve the proxy once put in its
+    place; a request's larger output budget still raises it."""
+    settings = proxy_settings(
+        tmp_path,
+        upstream,
+        prepare_ahead_ratio="off",
+        summarizer="openai",
+        summarizer_base_url=f"{summarizer.base_url}/v1",
+        summarizer_model="gpt-4o-mini",
+        summarizer_api_key="sk-summarizer",
+        models={"gpt-4o": {"context_window": 40_000, "reserve_tokens": 4_000}},
+    )
+    history: list[dict[str, Any]] = []
+    for i in range(24):
+        history += [user_turn(i, 200), {"role": "assistant", "content": f"ok {i}"}]
+    history.append({"role": "user", "content": "go on"})
+    with live_service(settings) as url:
+        client = openai_client(url)
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history)
+        before = int(raw.headers["x-compactor-tokens-before"])
+        assert 7_232 < before < 34_000
+        assert raw.headers["x-compactor-compacted"] == "false"
+        assert summarizer.received == []
+        # 30,000 tokens of output leave 10,000 of the window: this history is over that.
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=history, max_tokens=30_000
+        )
+        assert raw.headers["x-compactor-compacted"] == "true"
+    assert upstream.bodies("/chat/completions")[0]["messages"] == history
+
+
 def test_overflow_is_compacted_once_and_retried_once(
     compacting_proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
