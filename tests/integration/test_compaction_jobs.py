@@ -10,6 +10,7 @@ tests see is what the job reports at each point, never how long anything took.
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from app.settings import Settings
 from tests.conftest import migrated_copy
+from tests.e2e.serve_process import serve
 from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.live_server import live_server
 
@@ -287,3 +289,46 @@ def test_a_job_running_at_shutdown_is_abandoned_and_nothing_is_written(
         # Asked again, the compaction runs to the end.
         again = client.post(f"/sessions/{session_id}/compact", json={}, headers=ASYNC)
         assert poll(client, again.headers["location"], lambda j: j["state"] == "done")
+
+
+def test_a_job_whose_process_was_killed_reads_abandoned_after_its_lease(
+    tmp_path: Path, summarizer: OpenAIFake
+) -> None:
+    """SIGKILL: no shutdown ran, nothing marked the job; its heartbeat stops, and once a
+    whole lease has gone by without one the job reads as abandoned. Nothing of it was
+    written, and the compaction asked again runs to the end."""
+    summarizer.script(Reply.held())
+    models_file = tmp_path / "models.json"
+    models_file.write_text(json.dumps({"models": {"tiny-summarizer": TINY}}))
+    env: dict[str, str | None] = {
+        "COMPACTOR_API_KEYS": f"alpha:{ALPHA_KEY},beta:{BETA_KEY}",
+        "COMPACTOR_SUMMARIZER": "openai",
+        "COMPACTOR_SUMMARIZER_BASE_URL": f"{summarizer.base_url}/v1",
+        "COMPACTOR_SUMMARIZER_MODEL": "tiny-summarizer",
+        "COMPACTOR_SUMMARIZER_API_KEY": "sk-summarizer",
+        "COMPACTOR_MODELS_FILE": str(models_file),
+        "COMPACTOR_MCP": "off",
+        # A short lease: the dead job's missing heartbeat shows after 2 s, not 30.
+        "COMPACTOR_COMPACTION_LEASE_SECONDS": "2",
+    }
+    with serve(tmp_path, env=env) as served, httpx.Client(base_url=served.url) as client:
+        session_id = new_session(client, turns=4)
+        started = client.post(f"/sessions/{session_id}/compact", json={}, headers=ASYNC)
+        assert started.status_code == 202, started.text
+        location = started.headers["location"]
+        assert summarizer.request_arrived.wait(30), "the summary never started"
+        poll(client, location, lambda j: j["state"] == "running")
+        served.process.send_signal(signal.SIGKILL)
+        served.process.wait(timeout=30)
+    summarizer.release.set()
+    with serve(tmp_path, env=env) as served, httpx.Client(base_url=served.url) as client:
+        job = poll(client, location, lambda j: j["state"] != "running")
+        assert job["state"] == "abandoned"
+        assert job["problem"]["type"].endswith("/job-abandoned")
+        assert client.get(f"/sessions/{session_id}/compactions", headers=ALPHA).json() == {
+            "compactions": []
+        }
+        summarizer.script(Reply.ok())
+        again = client.post(f"/sessions/{session_id}/compact", json={}, headers=ASYNC)
+        done = poll(client, again.headers["location"], lambda j: j["state"] in ("done", "failed"))
+        assert done["state"] == "done", done

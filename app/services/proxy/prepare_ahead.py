@@ -47,6 +47,7 @@ from app.services.proxy.summary_cache import (
     ignoring_store_errors,
     ineffective_scope,
 )
+from app.services.sessions.prepare_ahead import kept_ahead
 
 __all__ = [
     "AheadJob",
@@ -104,15 +105,6 @@ class PrepareAheadPolicy:
             return None
         ratio = counted.choice.model.policy.prepare_ahead_ratio or self.ratio
         return math.floor(ratio * counted.threshold)
-
-    @staticmethod
-    def kept_ahead(keep: int, counted: CountedHistory) -> int:
-        """The kept tail of a summary prepared `threshold - tokens` before the threshold:
-        by then the history has grown that much, and the compaction there would fold
-        everything but its last `keep` tokens — so that much less is kept now (at least a
-        quarter of `keep`), and the summary covers the prefix that compaction would."""
-        early = counted.threshold - counted.estimate.tokens
-        return max(1, keep // 4, min(keep, keep - early))
 
 
 class _Lru(OrderedDict[Any, Any]):
@@ -349,7 +341,7 @@ class PrepareAhead:
         history = job.history
         counted = await anyio.to_thread.run_sync(self.estimation.count, history)
         keep = history.keep_recent_tokens
-        if keep is not None and (ahead := PrepareAheadPolicy.kept_ahead(keep, counted)) != keep:
+        if keep is not None and (ahead := kept_ahead(keep, counted)) != keep:
             history = replace(history, keep_recent_tokens=ahead)
             counted = await anyio.to_thread.run_sync(self.estimation.count, history)
         offset = 1 if job.hit is not None else 0

@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from app.engine.compaction import ahead as ahead_cut
+from app.engine.compaction.ahead import turn_sizes
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
 from app.services.sessions.context import SessionContext
@@ -35,13 +37,16 @@ _REMEMBERED = 1024
 
 
 def kept_ahead(keep: int, counted: CountedHistory) -> int:
-    """The verbatim tail of a compaction made `threshold - tokens` before the threshold:
-    by then the history has grown that much and the compaction there would fold all but
-    its last `keep` tokens — so that much less is kept now (at least a quarter of
-    `keep`), and the summary covers the prefix that compaction would. (The proxy's
-    stateless prepare-ahead applies the same rule to the caller's history.)"""
-    early = counted.threshold - counted.estimate.tokens
-    return max(1, keep // 4, min(keep, keep - early))
+    """The verbatim tail of a compaction prepared now, to be used by the turn that
+    crosses the threshold: `keep` less the growth until then — the distance left to the
+    threshold and how far the recent turns say the crossing one goes past it
+    (app.engine.compaction.ahead). The proxy's stateless prepare-ahead applies the same
+    rule to the caller's history."""
+    conversation = counted.conversation
+    sizes = turn_sizes(conversation.messages, counted.per_message) if conversation else []
+    return ahead_cut.kept_ahead(
+        keep, counted.estimate.tokens, counted.threshold, ahead_cut.expected_overshoot(sizes)
+    )
 
 
 class BackgroundWork(Protocol):
