@@ -41,6 +41,7 @@ stored, a compaction deferred): where each call of a run came from.
 
 Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N] [--replicas 2]
      [--mode stateless|session|both] [--transcripts all] [--summaries 3,20] [--trace]
+     [--ratios 0.8,0.9]
 """
 
 from __future__ import annotations
@@ -372,6 +373,11 @@ def main() -> None:
         help=f"Comma-separated, of {', '.join(TRANSCRIPTS)}; or all.",
     )
     parser.add_argument(
+        "--ratios",
+        default="0.8",
+        help="prepare_ahead_ratio values to measure against inline (off), comma-separated.",
+    )
+    parser.add_argument(
         "--trace", action="store_true", help="Each summarizer call and log line, by turn (stderr)."
     )
     args = parser.parse_args()
@@ -383,7 +389,9 @@ def main() -> None:
         f"{args.replicas} replica(s)"
     )
     # With replicas, prepare-ahead is measured with and without the leases.
-    runs = [("off", True), ("0.8", True)] + ([("0.8", False)] if args.replicas > 1 else [])
+    ratios = args.ratios.split(",")
+    runs = [("off", True)] + [(ratio, True) for ratio in ratios]
+    runs += [(ratio, False) for ratio in ratios] if args.replicas > 1 else []
     print(
         f"{'transcript':>14} {'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
         f"{'compacting p50':>15} {'p99':>9} "
