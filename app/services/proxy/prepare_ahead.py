@@ -339,11 +339,12 @@ class PrepareAhead:
             self.observer.prepared_summary("prepared_elsewhere")
             return True
         history = job.history
-        counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+        # Parsed: the cut ahead reads the turns (and the compaction needs them anyway).
+        counted = await anyio.to_thread.run_sync(self.estimation.parsed, history, None)
         keep = history.keep_recent_tokens
         if keep is not None and (ahead := kept_ahead(keep, counted)) != keep:
             history = replace(history, keep_recent_tokens=ahead)
-            counted = await anyio.to_thread.run_sync(self.estimation.count, history)
+            counted = self.estimation.resettled(history, counted)
         offset = 1 if job.hit is not None else 0
 
         def covered(plan: CompactionPlan) -> int:

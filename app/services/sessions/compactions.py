@@ -348,8 +348,10 @@ class SessionCompactor:
         if context.session.settings.keep_recent_tokens is None:
             history, counted = await self._scaled_keep(history, counted)
         keep = history.keep_recent_tokens or counted.settings.keep_recent_tokens
+        # Parsed: the cut ahead reads the turns (and the compaction needs them anyway).
+        counted = await _in_thread(self.estimation.parsed, history, counted)
         history = replace(history, keep_recent_tokens=kept_ahead(keep, counted))
-        counted = await _in_thread(self.estimation.count, history)
+        counted = self.estimation.resettled(history, counted)
         options = self._options(context.session, "prepare_ahead", None, None, force=True)
         outcome = await self.compaction.compact(history, options, lambda: False, counted)
         if not outcome.compacted or outcome.plan is None or outcome.summary is None:

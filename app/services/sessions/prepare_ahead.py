@@ -43,6 +43,7 @@ def kept_ahead(keep: int, counted: CountedHistory) -> int:
     (app.engine.compaction.ahead). The proxy's stateless prepare-ahead applies the same
     rule to the caller's history."""
     conversation = counted.conversation
+    # Unparsed (a count from the cache alone), the turns are unknown: no overshoot.
     sizes = turn_sizes(conversation.messages, counted.per_message) if conversation else []
     return ahead_cut.kept_ahead(
         keep, counted.estimate.tokens, counted.threshold, ahead_cut.expected_overshoot(sizes)
