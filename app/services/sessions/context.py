@@ -20,8 +20,8 @@ class ForwardedPrompt:
 
     system: Any = None
     tools: Sequence[Any] | None = None
-    # The request's output budget (max tokens; 0: it names none), for "does the
-    # uncompacted context still fit the window".
+    # The request's output budget (max tokens; 0: it names none): it raises the
+    # session's reserve, and decides "does the uncompacted context still fit the window".
     output_budget: int = 0
 
 
@@ -50,6 +50,9 @@ class SessionContext:
             tools=tools or (),
             usage=self.usage,
             estimate_floor=self.estimate_floor,
+            # A bound request's output budget raises the session's reserve, as it does a
+            # stateless caller's: the forwarded context leaves room for that much output.
+            output_budget=prompt.output_budget,
         )
 
 

@@ -187,6 +187,44 @@ def test_the_models_configured_reserve_decides_the_proxys_threshold(
     assert upstream.bodies("/chat/completions")[0]["messages"] == history
 
 
+def test_a_bound_requests_output_budget_raises_its_sessions_reserve(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    """Session-bound, as stateless: the session's reserve (the model's 4,000) is raised by
+    the request's `max_tokens` — a context under the session's 34,000-token threshold that
+    would leave no room for 30,000 tokens of output is compacted before it is forwarded."""
+    settings = proxy_settings(
+        tmp_path,
+        upstream,
+        prepare_ahead_ratio="off",
+        summarizer="openai",
+        summarizer_base_url=f"{summarizer.base_url}/v1",
+        summarizer_model="gpt-4o-mini",
+        summarizer_api_key="sk-summarizer",
+        models={"gpt-4o": {"context_window": 40_000, "reserve_tokens": 4_000}},
+    )
+    history: list[dict[str, Any]] = []
+    for i in range(24):
+        history += [user_turn(i, 200), {"role": "assistant", "content": f"ok {i}"}]
+    with live_service(settings) as url:
+        created = httpx.post(f"{url}/sessions", json={"model": "gpt-4o"})
+        assert created.status_code == 201, created.text
+        client = openai_client(url, **{"X-Compactor-Session": created.json()["id"]})
+        first = [*history, {"role": "user", "content": "go on"}]
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=first)
+        assert 10_000 < int(raw.headers["x-compactor-tokens-before"]) < 34_000
+        assert raw.headers["x-compactor-compacted"] == "false"
+        first.append({"role": "assistant", "content": raw.parse().choices[0].message.content})
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o",
+            messages=[*first, {"role": "user", "content": "and?"}],
+            max_tokens=30_000,
+        )
+        assert raw.headers["x-compactor-compacted"] == "true"
+    sent = upstream.bodies("/chat/completions")[-1]["messages"]
+    assert is_summary(sent[0]) and sent[-1] == {"role": "user", "content": "and?"}
+
+
 def test_overflow_is_compacted_once_and_retried_once(
     compacting_proxy: str, upstream: FakeUpstream, summarizer: OpenAIFake
 ) -> None:
