@@ -28,7 +28,6 @@ from typing import Any, Protocol
 
 import anyio
 
-from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.errors import IneffectiveCompactionError
 from app.json_logging import log_event
 from app.services.background import CancelledOnExit
@@ -38,14 +37,16 @@ from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
 from app.services.proxy.ahead_leases import AheadLeases, Taken
+from app.services.proxy.cached_conversation import (
+    CachedConversation,
+    IneffectiveMemory,
+    SummaryBase,
+)
 from app.services.proxy.summary_cache import (
-    INEFFECTIVE_MARKER,
     CachedSummary,
     PrefixHashes,
     PrefixMemo,
     SummaryCache,
-    ignoring_store_errors,
-    ineffective_scope,
 )
 from app.services.sessions.prepare_ahead import kept_ahead
 
@@ -324,13 +325,10 @@ class PrepareAhead:
     async def _summarize(self, key: tuple[str, ...], job: AheadJob) -> bool:
         started = time.perf_counter()
         prefixes = PrefixHashes(job.conversation, job.digests, self.memo)
+        conversation = CachedConversation(self.cache, job.tenant, job.scope, prefixes)
         # Under the lease now: a summary stored since the turn looked (by the replica that
         # held the lease before) is not made again.
-        newer = await anyio.to_thread.run_sync(
-            lambda: ignoring_store_errors(
-                lambda: self.cache.longest(job.tenant, job.scope, prefixes), _store_failed
-            )
-        )
+        newer = await anyio.to_thread.run_sync(conversation.longest)
         if newer is not None and newer.prefix_len > (job.hit.prefix_len if job.hit else 0):
             found = prefixes.at(newer.prefix_len)
             if self._prepared.get(key, (None,))[0] != found:
@@ -345,45 +343,23 @@ class PrepareAhead:
         if keep is not None and (ahead := kept_ahead(keep, counted)) != keep:
             history = replace(history, keep_recent_tokens=ahead)
             counted = self.estimation.resettled(history, counted)
-        offset = 1 if job.hit is not None else 0
-
-        def covered(plan: CompactionPlan) -> int:
-            return (job.hit.prefix_len if job.hit else 0) + plan.cut_index - job.inline - offset
-
+        base = SummaryBase(job.inline, job.hit)
         # A prefix whose summary did not shrink the history before is not paid for again
         # (the proxy's ineffective-summary memory, shared with the inline path).
-        known = await anyio.to_thread.run_sync(
-            lambda: ignoring_store_errors(
-                lambda: self.cache.longest(job.tenant, ineffective_scope(job.scope), prefixes),
-                _store_failed,
-            )
-        )
-        planned: list[CompactionPlan] = []
-
-        def skip(plan: CompactionPlan) -> str | None:
-            planned.append(plan)
-            if known is not None and covered(plan) == known.prefix_len:
-                return "a summary of these messages did not shrink the history before"
-            return None
-
+        known = await anyio.to_thread.run_sync(conversation.known_ineffective)
+        ineffective = IneffectiveMemory(base, known)
         options = CompactOptions(
             force=True,
             trigger="prepare_ahead",
-            skip_summary=skip,
+            skip_summary=ineffective.skip,
             subject={"api": job.api, "tenant": job.tenant},
         )
         try:
             outcome = await self.compaction.compact(history, options, counted=counted)
         except IneffectiveCompactionError:
-            if planned:
-                marker = CachedSummary(covered(planned[-1]), 0, INEFFECTIVE_MARKER)
+            if ineffective.planned is not None:
                 await anyio.to_thread.run_sync(
-                    lambda: ignoring_store_errors(
-                        lambda: self.cache.store(
-                            job.tenant, ineffective_scope(job.scope), prefixes, marker
-                        ),
-                        _store_failed,
-                    )
+                    conversation.store_ineffective, base.covered(ineffective.planned)
                 )
             self.observer.prepared_summary("ineffective")
             return True
@@ -395,18 +371,7 @@ class PrepareAhead:
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             self.observer.prepared_summary("nothing_to_compact")
             return True
-        cut = outcome.plan.cut_index
-        summary = CachedSummary(
-            prefix_len=covered(outcome.plan),
-            prefix_tokens=(job.hit.prefix_tokens if job.hit else 0)
-            + sum(counted.per_message[job.inline + offset : cut]),
-            summary_message=outcome.messages[job.inline],
-        )
-
-        def store() -> str:
-            self.cache.store(job.tenant, job.scope, prefixes, summary)
-            return prefix_hash
-
+        summary = base.entry(outcome.plan, counted, outcome.messages)
         prefix_hash = await anyio.to_thread.run_sync(prefixes.at, summary.prefix_len)
         previous = self._prepared.get(key)
         # Known as this conversation's prepared summary before a turn can find it in the
@@ -414,17 +379,15 @@ class PrepareAhead:
         self._prepared.remember(key, (prefix_hash, False))
         with anyio.CancelScope(shield=True):
             # Stored whole or not at all: a shutdown does not cut the write in half.
-            stored = await anyio.to_thread.run_sync(
-                lambda: ignoring_store_errors(store, _store_failed)
-            )
-        if stored is None:
+            stored = await anyio.to_thread.run_sync(conversation.store, summary)
+        if not stored:
             if previous is not None:
                 self._prepared.remember(key, previous)
             else:
                 self._prepared.pop(key, None)
             self.observer.prepared_summary("failed")
             return False
-        if previous is not None and not previous[1] and previous[0] != stored:
+        if previous is not None and not previous[1] and previous[0] != prefix_hash:
             self.observer.prepared_wasted()
         self._elsewhere.pop(key, None)
         self.observer.prepared_summary("stored")
@@ -438,7 +401,3 @@ class PrepareAhead:
             summarized_messages=summary.prefix_len,
         )
         return True
-
-
-def _store_failed(kind: str) -> None:
-    log.warning("summary cache unavailable", extra={"error": kind})

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 
-from app.engine.compaction.orchestration import CompactionPlan
 from app.engine.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
 from app.engine.errors import IneffectiveCompactionError, InvalidHistoryError, SummarizerError
 from app.json_logging import log_event
@@ -29,6 +27,12 @@ from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput, request_history
 from app.services.ports import ResendMemo
 from app.services.proxy.ahead_leases import Taken
+from app.services.proxy.cached_conversation import (
+    CachedConversation,
+    IneffectiveMemory,
+    SummaryBase,
+    with_summary,
+)
 from app.services.proxy.call import ProxyCall, ProxyMode
 from app.services.proxy.observer import ProxyObserver
 from app.services.proxy.pipeline import Exchange
@@ -36,13 +40,10 @@ from app.services.proxy.prepare_ahead import AheadJob, PrepareAhead, Prepared
 from app.services.proxy.report import CompactionPreview, ProxyReport
 from app.services.proxy.resend_memo import ResendMemos, compacted_resend, rebuilt_history
 from app.services.proxy.summary_cache import (
-    INEFFECTIVE_MARKER,
     CachedSummary,
     PrefixHashes,
     PrefixMemo,
     SummaryCache,
-    ignoring_store_errors,
-    ineffective_scope,
     scope_key,
 )
 from app.services.tracing import NullTracer, Tracer
@@ -51,6 +52,13 @@ log = logging.getLogger("compactor.proxy")
 # The kept tail is at most this fraction of the threshold (1/4): small windows get a
 # tail that fits, large ones the default keep_recent_tokens.
 KEEP_RECENT_SHARE = 4
+
+
+def kept_tail_tokens(basis: int) -> int:
+    """The verbatim tail a compaction keeps of a history whose threshold (or, after an
+    overflow, whose size) is `basis`: it must leave room under the threshold, or the
+    next turn compacts again."""
+    return min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
 
 
 def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
@@ -66,25 +74,6 @@ def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
         request_history(call.api.format, envelope, envelope.history),
         output_budget=envelope.output_budget,
     )
-
-
-class _IneffectiveMemory:
-    """Skips the summarizer for a prefix whose summary was refused as ineffective before
-    (the same messages to summarize would be refused again), and remembers the plan."""
-
-    def __init__(self, covered: Callable[[CompactionPlan], int]) -> None:
-        self.covered = covered
-        self.known: int | None = None
-        self.planned: CompactionPlan | None = None
-
-    def skip(self, plan: CompactionPlan) -> str | None:
-        self.planned = plan
-        if self.known is not None and self.covered(plan) == self.known:
-            return (
-                "a summary of these messages did not shrink the history before; waiting "
-                "for more history before summarizing again"
-            )
-        return None
 
 
 class TransparentCompactor:
@@ -157,21 +146,20 @@ class TransparentCompactor:
             return None
         history = list(wanted.messages)
         inline = counted.inline_system_count
-        # The kept tail must leave room under the threshold, or the next turn compacts again.
         # After an overflow the upstream's window is smaller than the registry's: keep a
         # share of what was sent instead.
         basis = counted.estimate.tokens if overflow else counted.threshold
-        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, basis // KEEP_RECENT_SHARE))
-        wanted = replace(wanted, keep_recent_tokens=keep)
+        wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(basis))
         scope = self._scope(api.format, wanted, history[:inline])
         prefixes = PrefixHashes(
             history[inline:], counted.message_digests[inline:], self._prefix_memo
         )
-        hit = await self._lookup(call, scope, prefixes)
+        conversation = CachedConversation(self.cache, call.tenant, scope, prefixes)
+        hit = await self._lookup(call, conversation)
         forwarded = None
         before = counted
         if hit is not None:
-            working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
+            working = with_summary(history, inline, hit)
             wanted = replace(wanted, messages=working)
             counted = self.estimation.count(wanted)
             older = None
@@ -204,17 +192,11 @@ class TransparentCompactor:
             )
             if deferred is not None:
                 return deferred.body
-        # What a plan's summary covers, in messages of the caller's history.
-        offset = 1 if hit is not None else 0
-
-        def covered(plan: CompactionPlan) -> int:
-            return (hit.prefix_len if hit else 0) + plan.cut_index - inline - offset
-
-        ineffective = _IneffectiveMemory(covered)
+        base = SummaryBase(inline, hit)
+        refused = None
         if not overflow:
-            ineffective.known = await anyio.to_thread.run_sync(
-                self._known_ineffective, call.tenant, scope, prefixes
-            )
+            refused = await anyio.to_thread.run_sync(conversation.known_ineffective)
+        ineffective = IneffectiveMemory(base, refused)
         options = CompactOptions(
             force=overflow,
             trigger=trigger,
@@ -232,23 +214,16 @@ class TransparentCompactor:
             log.warning("proxy compaction failed open", extra={"error": type(exc).__name__})
             planned = ineffective.planned
             if isinstance(exc, IneffectiveCompactionError) and planned is not None:
-                marker = CachedSummary(covered(planned), 0, INEFFECTIVE_MARKER)
                 await anyio.to_thread.run_sync(
-                    self._store, call.tenant, ineffective_scope(scope), prefixes, marker
+                    conversation.store_ineffective, base.covered(planned)
                 )
             return None if overflow else forwarded
         if not outcome.compacted or outcome.plan is None or outcome.messages is None:
             report.note = outcome.reason
             # After an overflow, what was already sent would only overflow again.
             return None if overflow else forwarded
-        cut = outcome.plan.cut_index
-        summarized = CachedSummary(
-            prefix_len=covered(outcome.plan),
-            prefix_tokens=(hit.prefix_tokens if hit else 0)
-            + sum(counted.per_message[inline + offset : cut]),
-            summary_message=outcome.messages[inline],
-        )
-        await anyio.to_thread.run_sync(self._store, call.tenant, scope, prefixes, summarized)
+        summarized = base.entry(outcome.plan, counted, outcome.messages)
+        await anyio.to_thread.run_sync(conversation.store, summarized)
         if self.ledger is not None and outcome.summary is not None and outcome.summarizer:
             # A stateless summary is billed to the tenant (bound requests never get here).
             await self.ledger.summary_call(
@@ -282,26 +257,21 @@ class TransparentCompactor:
         if not counted.should_compact:
             return CompactionPreview(False, before, before, reason="under threshold")
         history, inline = list(wanted.messages), counted.inline_system_count
-        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, counted.threshold // KEEP_RECENT_SHARE))
-        wanted = replace(wanted, keep_recent_tokens=keep)
+        wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(counted.threshold))
         scope = self._scope(call.api.format, wanted, history[:inline])
         prefixes = PrefixHashes(
             history[inline:], counted.message_digests[inline:], self._prefix_memo
         )
-        hit = await anyio.to_thread.run_sync(
-            lambda: ignoring_store_errors(
-                lambda: self.cache.longest(call.tenant, scope, prefixes), self._store_failed
-            )
-        )
+        conversation = CachedConversation(self.cache, call.tenant, scope, prefixes)
+        hit = await anyio.to_thread.run_sync(conversation.longest)
         if hit is not None:
-            working = [*history[:inline], hit.summary_message, *history[inline + hit.prefix_len :]]
+            working = with_summary(history, inline, hit)
             wanted = replace(wanted, messages=working)
             counted = await anyio.to_thread.run_sync(self.estimation.count, wanted)
             if not counted.should_compact:
                 cut = inline + hit.prefix_len
                 tokens = counted.estimate.tokens
                 return CompactionPreview(True, before, tokens, hit.prefix_len, cut, cache_hit=True)
-        offset = 1 if hit is not None else 0
         subject = {"api": call.api.name, "tenant": call.tenant, "dry_run": True}
         options = CompactOptions(trigger="auto", subject=subject)
         try:
@@ -316,7 +286,7 @@ class TransparentCompactor:
         if outcome.plan is None or outcome.summary is None:
             # Tool results cleared in place: nothing folded.
             return CompactionPreview(True, before, outcome.tokens_after)
-        folded = (hit.prefix_len if hit else 0) + outcome.plan.cut_index - inline - offset
+        folded = SummaryBase(inline, hit).covered(outcome.plan)
         return CompactionPreview(
             True, before, outcome.tokens_after, folded, inline + folded, cache_hit=hit is not None
         )
@@ -399,35 +369,11 @@ class TransparentCompactor:
             await self.memos.remember_compacted(call.tenant, call.api.name, call.raw, resend)
 
     async def _lookup(
-        self, call: ProxyCall, scope: str, prefixes: PrefixHashes
+        self, call: ProxyCall, conversation: CachedConversation
     ) -> CachedSummary | None:
-        hit = await anyio.to_thread.run_sync(
-            lambda: ignoring_store_errors(
-                lambda: self.cache.longest(call.tenant, scope, prefixes), self._store_failed
-            )
-        )
+        hit = await anyio.to_thread.run_sync(conversation.longest)
         self.observer.summary_cache_lookup(call.api.name, hit is not None)
         return hit
-
-    def _known_ineffective(self, tenant: str, scope: str, prefixes: PrefixHashes) -> int | None:
-        """How many messages of this history were summarized before without shrinking it."""
-        found = ignoring_store_errors(
-            lambda: self.cache.longest(tenant, ineffective_scope(scope), prefixes),
-            self._store_failed,
-        )
-        return found.prefix_len if found is not None else None
-
-    def _store(
-        self, tenant: str, scope: str, prefixes: PrefixHashes, summary: CachedSummary
-    ) -> None:
-        def store() -> None:
-            self.cache.store(tenant, scope, prefixes, summary)
-
-        ignoring_store_errors(store, self._store_failed)
-
-    @staticmethod
-    def _store_failed(kind: str) -> None:
-        log.warning("summary cache unavailable", extra={"error": kind})
 
     # --- Prepared ahead (SPEC §16; the policy and the background work: prepare_ahead) ---
 
@@ -438,8 +384,7 @@ class TransparentCompactor:
         the threshold will need is started in the background."""
         history = list(wanted.messages)
         inline = counted.inline_system_count
-        keep = min(DEFAULT_KEEP_RECENT_TOKENS, max(1, counted.threshold // KEEP_RECENT_SHARE))
-        wanted = replace(wanted, keep_recent_tokens=keep)
+        wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(counted.threshold))
         scope = self._scope(call.api.format, wanted, history[:inline])
         prefixes = PrefixHashes(
             history[inline:], counted.message_digests[inline:], self._prefix_memo
@@ -495,7 +440,7 @@ class TransparentCompactor:
         older = self.ahead.held_back(key, prefixes, hit)
         if older is None:
             return None
-        working = [*history[:inline], older.summary_message, *history[inline + older.prefix_len :]]
+        working = with_summary(history, inline, older)
         counted = self.estimation.count(replace(wanted, messages=working))
         return None if counted.should_compact else (older, working, counted)
 
