@@ -33,21 +33,16 @@ router = APIRouter(tags=["native"], route_class=OrjsonRoute)
 
 AnyBody = Annotated[dict[str, Any], Body()]
 
-_ERRORS = documented(
+_REQUEST_ERRORS = (
     InvalidContextManagementError,
     CompactionStateError,
     InvalidHistoryError,
     SessionNotFoundError,
     StoreUnavailableError,
 )
-_COMPACT_ERRORS = documented(
-    InvalidContextManagementError,
-    CompactionStateError,
-    InvalidHistoryError,
-    SessionNotFoundError,
-    StoreUnavailableError,
-    SummarizerError,
-)
+_ERRORS = documented(*_REQUEST_ERRORS)
+# A standalone compaction calls the summarizer; counting never does.
+_COMPACT_ERRORS = documented(*_REQUEST_ERRORS, SummarizerError)
 
 
 ProxyTenant = Annotated[str, Depends(proxy_tenant)]
