@@ -114,9 +114,7 @@ class SessionBinding:
         if turn is None:
             turn = await self.bind_turn(call)
         result = await self._prepared(call, body, report)
-        if turn.replayed:
-            result = replace(result, view=self.sessions.context_before(result.view, turn.end_seq))
-        return self._forwarded(call, body, result, report)
+        return self._forwarded(call, body, result, report, turn)
 
     async def _prepared(
         self, call: ProxyCall, body: dict[str, Any], report: ProxyReport
@@ -159,9 +157,7 @@ class SessionBinding:
             call.caller_gone,
             prompt=forwarded_prompt(call, body),
         )
-        if turn is not None and turn.replayed:
-            result = replace(result, view=self.sessions.context_before(result.view, turn.end_seq))
-        return self._forwarded(call, body, result, report)
+        return self._forwarded(call, body, result, report, turn)
 
     async def record_reply(
         self, call: ProxyCall, reply: UpstreamReply, turn: BoundTurnResult | None = None
@@ -179,10 +175,18 @@ class SessionBinding:
             usage,
         )
 
-    @staticmethod
     def _forwarded(
-        call: ProxyCall, body: dict[str, Any], result: CompactResult, report: ProxyReport
+        self,
+        call: ProxyCall,
+        body: dict[str, Any],
+        result: CompactResult,
+        report: ProxyReport,
+        turn: BoundTurnResult | None = None,
     ) -> dict[str, Any]:
+        """`body` with `result`'s context (for a retried turn, the context as the turn
+        left it), and `report` filled in."""
+        if turn is not None and turn.replayed:
+            result = replace(result, view=self.sessions.context_before(result.view, turn.end_seq))
         context = result.view.context
         tokens = result.view.counted.estimate.tokens
         report.tokens_after = tokens
