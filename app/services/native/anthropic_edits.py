@@ -35,7 +35,6 @@ from app.engine.ports import CallerGone
 from app.formats.apis.protocol import RequestEnvelope
 from app.services.clearing import clear_history
 from app.services.estimation import CountedHistory
-from app.services.history import HistoryInput, request_history
 from app.services.native.compaction_state import (
     CompactionState,
     NativeService,
@@ -83,9 +82,6 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
     # (COMPACTOR_NATIVE_CLEARING=exact).
     clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS
 
-    def _history(self, envelope: RequestEnvelope, messages: list[Any]) -> HistoryInput:
-        return request_history(self.api.format, envelope, messages)
-
     async def apply(
         self,
         body: dict[str, Any],
@@ -103,7 +99,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             return await self._on_demand(envelope, body, on_demand, tenant, caller_gone)
         edits = self.wire.edits(body)
         messages, summary_at = self.expanded(raw_messages, tenant)
-        counted = self.estimation.count(self._history(envelope, messages), parse_all=True)
+        counted = self.estimation.count(self.request_history(envelope, messages), parse_all=True)
         original = counted.estimate.tokens
         applied: list[AppliedEdit] = []
         compaction: CompactionReport | None = None
@@ -192,7 +188,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
                 "the conversation; send the result (or leave the call out) before compacting",
                 code="compaction_incomplete_turn",
             )
-        history = self._history(envelope, messages)
+        history = self.request_history(envelope, messages)
         counted = self.estimation.count(history, parse_all=True)
         try:
             summary = await self.compaction.summarize_all(
@@ -236,7 +232,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             cleared, turns = self.wire.clear_thinking(messages, edit.keep_turns)
             if not turns:
                 return None
-            after = self.estimation.count(self._history(envelope, cleared), parse_all=True)
+            after = self.estimation.count(self.request_history(envelope, cleared), parse_all=True)
             report = AppliedEdit(
                 type=edit.type,
                 cleared_thinking_turns=turns,
@@ -258,7 +254,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
             step_tokens=self.clear_step_tokens,
         )
         result = clear_history(
-            self.estimation, self._history(envelope, messages), counted, settings
+            self.estimation, self.request_history(envelope, messages), counted, settings
         )
         if result.history is None or result.counted is None:
             return None
@@ -280,7 +276,7 @@ class AnthropicEditsService(NativeService[MessagesContextWire]):
         caller_gone: CallerGone,
     ) -> tuple[CompactionReport | None, list[Any], CountedHistory]:
         history = replace(
-            self._history(envelope, messages),
+            self.request_history(envelope, messages),
             keep_recent_tokens=keep_recent_for(edit.trigger_tokens),
         )
         try:

@@ -21,12 +21,12 @@ from app.engine.compaction.thresholds import (
 from app.engine.errors import CompactionRequestError, CompactionStateError, NothingToCompactError
 from app.engine.native_edits import CompactionReport
 from app.engine.ports import CallerGone
-from app.formats.apis.protocol import VendorApi
+from app.formats.apis.protocol import RequestEnvelope, VendorApi
 from app.formats.registry import FORMATS
 from app.services.compaction import CompactionService
 from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
-from app.services.history import CompactOptions, HistoryInput
+from app.services.history import CompactOptions, HistoryInput, request_history
 from app.services.native.signed_state import StateSigner
 
 
@@ -128,6 +128,11 @@ class NativeService(Generic[W]):
     wire: W
     # Bills the summary calls of native compactions to the tenant (SPEC §15); None: off.
     ledger: CostLedger | None = None
+
+    def request_history(self, envelope: RequestEnvelope, messages: Sequence[Any]) -> HistoryInput:
+        """`messages` as the history of the request `envelope` was read from, in this
+        API's format."""
+        return request_history(self.api.format, envelope, messages)
 
     async def compact_natively(
         self,

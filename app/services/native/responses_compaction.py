@@ -27,7 +27,7 @@ from app.engine.ports import CallerGone
 from app.formats.apis.protocol import RequestEnvelope
 from app.formats.registry import FORMATS
 from app.services.estimation import CountedHistory
-from app.services.history import HistoryInput, request_history
+from app.services.history import HistoryInput
 from app.services.native.compaction_state import (
     NativeService,
     keep_recent_for,
@@ -157,7 +157,7 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         self, envelope: RequestEnvelope, items: list[Any], trigger: int | None
     ) -> HistoryInput:
         return replace(
-            request_history(self.api.format, envelope, items),
+            self.request_history(envelope, items),
             trigger_tokens=trigger,
             keep_recent_tokens=keep_recent_for(trigger),
         )
