@@ -150,11 +150,8 @@ class TransparentCompactor:
         # share of what was sent instead.
         basis = counted.estimate.tokens if overflow else counted.threshold
         wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(basis))
-        scope = self._scope(api.format, wanted, history[:inline])
-        prefixes = PrefixHashes(
-            history[inline:], counted.message_digests[inline:], self._prefix_memo
-        )
-        conversation = CachedConversation(self.cache, call.tenant, scope, prefixes)
+        conversation = self._conversation(call, wanted, counted, history)
+        scope, prefixes = conversation.scope, conversation.prefixes
         hit = await self._lookup(call, conversation)
         forwarded = None
         before = counted
@@ -258,11 +255,7 @@ class TransparentCompactor:
             return CompactionPreview(False, before, before, reason="under threshold")
         history, inline = list(wanted.messages), counted.inline_system_count
         wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(counted.threshold))
-        scope = self._scope(call.api.format, wanted, history[:inline])
-        prefixes = PrefixHashes(
-            history[inline:], counted.message_digests[inline:], self._prefix_memo
-        )
-        conversation = CachedConversation(self.cache, call.tenant, scope, prefixes)
+        conversation = self._conversation(call, wanted, counted, history)
         hit = await anyio.to_thread.run_sync(conversation.longest)
         if hit is not None:
             working = with_summary(history, inline, hit)
@@ -318,18 +311,27 @@ class TransparentCompactor:
             prepared=prepared,
         )
 
-    def _scope(self, format_name: str, wanted: HistoryInput, inline: list[Any]) -> str:
-        """Everything besides the prefix that shapes its summary."""
+    def _conversation(
+        self, call: ProxyCall, wanted: HistoryInput, counted: CountedHistory, history: list[Any]
+    ) -> CachedConversation:
+        """Where `history` (counted as `counted`) stands in the summary cache: its scope
+        (everything besides the prefix that shapes its summary), and the hashes of its
+        prefixes after the inline system messages."""
+        inline = counted.inline_system_count
         info = self.compaction.summarizer.info
-        return scope_key(
-            format_name,
+        scope = scope_key(
+            call.api.format,
             wanted.system,
-            inline,
+            history[:inline],
             list(wanted.tools),
             info.provider,
             info.model,
             self.compaction.default_thinking.value,
         )
+        prefixes = PrefixHashes(
+            history[inline:], counted.message_digests[inline:], self._prefix_memo
+        )
+        return CachedConversation(self.cache, call.tenant, scope, prefixes)
 
     async def known_under_threshold(self, call: ProxyCall) -> int | None:
         """The token count of a body already seen, byte for byte, under its threshold."""
@@ -383,13 +385,11 @@ class TransparentCompactor:
         """Past the soft threshold, under the threshold: the summary the compaction at
         the threshold will need is started in the background."""
         history = list(wanted.messages)
-        inline = counted.inline_system_count
         wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(counted.threshold))
-        scope = self._scope(call.api.format, wanted, history[:inline])
-        prefixes = PrefixHashes(
-            history[inline:], counted.message_digests[inline:], self._prefix_memo
+        conversation = self._conversation(call, wanted, counted, history)
+        await self._prepare_ahead(
+            call, wanted, conversation.scope, conversation.prefixes, history, counted, None
         )
-        await self._prepare_ahead(call, wanted, scope, prefixes, history, counted, None)
 
     async def _prepare_ahead(
         self,
