@@ -214,17 +214,13 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
         session_bound: bool = False,
     ) -> CompactedWindow:
         """`POST /v1/responses/compact`: the compacted window (CompactedResponse)."""
-        self.refuse_server_state(body, session_bound)
-        items = self.expand(body, tenant)
-        history = self.history(self.api.checked_envelope(body), items, None)
+        items, history = self._standalone_input(body, tenant, session_bound)
         try:
             done = await self.compact_natively(history, tenant, caller_gone)
             compaction = done.compaction
         except (NothingToCompactError, IneffectiveCompactionError):
             # Too little to fold: the item carries the window as it is.
-            inline = self.estimation.count(history).inline_system_count
-            state = self.states.seal(uncompacted_state(items, inline), tenant)
-            compaction = CompactionReport(None, state)
+            compaction = CompactionReport(None, self._sealed_whole(items, history, tenant))
         assert compaction.state is not None
         return CompactedWindow(
             id=new_item_id("resp"),
@@ -241,18 +237,27 @@ class ResponsesCompactionService(NativeService[ResponsesContextWire]):
     ) -> dict[str, Any]:
         """A compaction item that stands for `body`'s input as it is (a bound session's
         context, already compacted by the session)."""
-        self.refuse_server_state(body, session_bound)
-        items = self.expand(body, tenant)
-        history = self.history(self.api.checked_envelope(body), items, None)
-        inline = self.estimation.count(history).inline_system_count
-        state = self.states.seal(uncompacted_state(items, inline), tenant)
-        return self.wire.compaction_item(new_item_id(), state)
+        items, history = self._standalone_input(body, tenant, session_bound)
+        return self.wire.compaction_item(new_item_id(), self._sealed_whole(items, history, tenant))
 
     def input_tokens(
         self, body: dict[str, Any], tenant: str = "", *, session_bound: bool = False
     ) -> int:
         """`POST /v1/responses/input_tokens`, counted locally."""
+        _, history = self._standalone_input(body, tenant, session_bound)
+        return self.estimation.count(history).estimate.tokens
+
+    def _standalone_input(
+        self, body: dict[str, Any], tenant: str, session_bound: bool
+    ) -> tuple[list[Any], HistoryInput]:
+        """The input of a request answered here alone (compact, count, a sealed item) and
+        its history: refused when it leans on server state, rebuilt from its compaction
+        item."""
         self.refuse_server_state(body, session_bound)
         items = self.expand(body, tenant)
-        history = self.history(self.api.checked_envelope(body), items, None)
-        return self.estimation.count(history).estimate.tokens
+        return items, self.history(self.api.checked_envelope(body), items, None)
+
+    def _sealed_whole(self, items: list[Any], history: HistoryInput, tenant: str) -> str:
+        """The sealed state of `items` (`history`) kept whole: nothing folded."""
+        inline = self.estimation.count(history).inline_system_count
+        return self.states.seal(uncompacted_state(items, inline), tenant)
