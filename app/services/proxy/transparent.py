@@ -151,7 +151,6 @@ class TransparentCompactor:
         basis = counted.estimate.tokens if overflow else counted.threshold
         wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(basis))
         conversation = self._conversation(call, wanted, counted, history)
-        scope, prefixes = conversation.scope, conversation.prefixes
         hit = await self._lookup(call, conversation)
         forwarded = None
         before = counted
@@ -161,7 +160,7 @@ class TransparentCompactor:
             counted = self.estimation.count(wanted)
             older = None
             if not overflow:
-                older = self._older_in_use(call, (scope, prefixes, history, inline), hit, wanted)
+                older = self._older_in_use(call, (conversation, history, inline), hit, wanted)
             if older is not None:
                 hit, working, counted = older
                 wanted = replace(wanted, messages=working)
@@ -170,22 +169,20 @@ class TransparentCompactor:
             report.tokens_after = counted.estimate.tokens
             if not overflow and not counted.should_compact:
                 if older is None:
-                    report.prepared = self._prepared_used(
-                        api.name, call.tenant, scope, prefixes, hit
-                    )
+                    report.prepared = self._prepared_used(api.name, conversation, hit)
                 if self.ahead is not None:
-                    key = self.ahead.conversation_key(call.tenant, scope, prefixes)
-                    self.ahead.in_use(key, prefixes.at(hit.prefix_len), hit)
+                    prefix_hash = conversation.prefixes.at(hit.prefix_len)
+                    self.ahead.in_use(self._ahead_key(conversation), prefix_hash, hit)
                 await self._remember_compacted(call, history, working, report)
                 self._log_cached(
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
                 )
                 if self.ahead is not None and self.ahead.past_soft_threshold(counted):
-                    await self._prepare_ahead(call, wanted, scope, prefixes, history, before, hit)
+                    await self._prepare_ahead(call, wanted, conversation, history, before, hit)
                 return forwarded
         if not overflow and self.ahead is not None and defer:
             deferred = await self._not_ready(
-                call, body, (wanted, counted), (scope, prefixes, history, before), hit, report
+                call, body, (wanted, counted), (conversation, history, before), hit, report
             )
             if deferred is not None:
                 return deferred.body
@@ -387,16 +384,13 @@ class TransparentCompactor:
         history = list(wanted.messages)
         wanted = replace(wanted, keep_recent_tokens=kept_tail_tokens(counted.threshold))
         conversation = self._conversation(call, wanted, counted, history)
-        await self._prepare_ahead(
-            call, wanted, conversation.scope, conversation.prefixes, history, counted, None
-        )
+        await self._prepare_ahead(call, wanted, conversation, history, counted, None)
 
     async def _prepare_ahead(
         self,
         call: ProxyCall,
         wanted: HistoryInput,
-        scope: str,
-        prefixes: PrefixHashes,
+        conversation: CachedConversation,
         history: list[Any],
         full: CountedHistory,
         hit: CachedSummary | None,
@@ -408,36 +402,40 @@ class TransparentCompactor:
         on another replica (`PrepareAhead.start`)."""
         assert self.ahead is not None
         inline = full.inline_system_count
-        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
         job = AheadJob(
             tenant=call.tenant,
             api=call.api.name,
-            scope=scope,
+            scope=conversation.scope,
             conversation=history[inline:],
             digests=list(full.message_digests[inline:]),
             history=replace(wanted, messages=list(wanted.messages)),
             inline=inline,
             hit=hit,
         )
-        return await self.ahead.start(key, job, needed=needed)
+        return await self.ahead.start(self._ahead_key(conversation), job, needed=needed)
+
+    def _ahead_key(self, conversation: CachedConversation) -> tuple[str, ...]:
+        assert self.ahead is not None
+        return self.ahead.conversation_key(
+            conversation.tenant, conversation.scope, conversation.prefixes
+        )
 
     def _older_in_use(
         self,
         call: ProxyCall,
-        caller: tuple[str, PrefixHashes, list[Any], int],
+        caller: tuple[CachedConversation, list[Any], int],
         hit: CachedSummary,
         wanted: HistoryInput,
     ) -> tuple[CachedSummary, list[Any], CountedHistory] | None:
         """When `hit` is a summary prepared ahead that no turn needed yet: the summary in
-        use before it, the caller's history (`caller`: scope, prefixes, history, inline
+        use before it, the caller's history (`caller`: its conversation, history, inline
         system messages) with it, and its count, if that is still under the threshold —
         the prepared one waits for the turn that crosses it (`PrepareAhead.held_back`
         says why)."""
-        scope, prefixes, history, inline = caller
+        conversation, history, inline = caller
         if self.ahead is None:
             return None
-        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
-        older = self.ahead.held_back(key, prefixes, hit)
+        older = self.ahead.held_back(self._ahead_key(conversation), conversation.prefixes, hit)
         if older is None:
             return None
         working = with_summary(history, inline, older)
@@ -445,13 +443,13 @@ class TransparentCompactor:
         return None if counted.should_compact else (older, working, counted)
 
     def _prepared_used(
-        self, api: str, tenant: str, scope: str, prefixes: PrefixHashes, hit: CachedSummary
+        self, api: str, conversation: CachedConversation, hit: CachedSummary
     ) -> str | None:
         """`ready` when `hit` is a prepared summary used for the first time."""
         if self.ahead is None:
             return None
-        key = self.ahead.conversation_key(tenant, scope, prefixes)
-        if not self.ahead.used(key, prefixes.at(hit.prefix_len)):
+        prefix_hash = conversation.prefixes.at(hit.prefix_len)
+        if not self.ahead.used(self._ahead_key(conversation), prefix_hash):
             return None
         # Applied now, summarized before: counted as the compaction it stands for.
         self.observer.proxy_compacted(api, "auto")
@@ -462,7 +460,7 @@ class TransparentCompactor:
         call: ProxyCall,
         body: dict[str, Any],
         now: tuple[HistoryInput, CountedHistory],
-        caller: tuple[str, PrefixHashes, list[Any], CountedHistory],
+        caller: tuple[CachedConversation, list[Any], CountedHistory],
         hit: CachedSummary | None,
         report: ProxyReport,
     ) -> _Deferred | None:
@@ -471,10 +469,10 @@ class TransparentCompactor:
         compact inline (the background one failed, was given up, or took too long)."""
         assert self.ahead is not None
         wanted, counted = now
-        scope, prefixes, history, full = caller
-        key = self.ahead.conversation_key(call.tenant, scope, prefixes)
+        conversation, history, full = caller
+        key = self._ahead_key(conversation)
         where = await self._prepare_ahead(
-            call, wanted, scope, prefixes, history, full, hit, needed=True
+            call, wanted, conversation, history, full, hit, needed=True
         )
         if where is None:
             return None
