@@ -19,6 +19,17 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from app.engine.extractive.sentence_forms import (
+    ASKS_WORK,
+    BINDS,
+    CHOICE,
+    COURTESY_FRAGMENT,
+    FOR_ME,
+    HABIT,
+    MORE_WORK_VERBS,
+    PREFERS,
+    RULED_OUT,
+)
 from app.engine.extractive.text import sentence_lines
 
 
@@ -97,7 +108,9 @@ def _prohibits(text: str) -> bool:
 
 # "No external network access.", "No emojis.", "No more than 5 …": a prohibition by itself.
 _NO_START = re.compile(
-    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea)\w", re.IGNORECASE
+    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea|luck|way|rush|"
+    r"biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)\w",
+    re.IGNORECASE,
 )
 _OBLIGATION = re.compile(
     r"\b(?:must|shall|should|ought\s+to|ha(?:ve|s)\s+to|needs?\s+to|required?|requirements?|"
@@ -140,6 +153,8 @@ _LABELLED = {
     "mission": Act.REQUEST,
     "list": Act.REQUEST,
     "job": Act.REQUEST,
+    "milestone": Act.REQUEST,
+    "priority": Act.REQUEST,
     "preference": Act.PREFERENCE,
     "preferences": Act.PREFERENCE,
     "fact": Act.FACT,
@@ -246,8 +261,15 @@ _WORK_VERBS = (
     r"expose|drop|revert|restore|bump|pin|lint|format|scaffold|sketch|plan|describe|identify|"
     r"determine|figure|trace|inspect|explore|study|learn|understand|websearch|google)\b"
 )
-# Not before a colon: "Update: the port = 80" labels what follows, it asks for no work.
-_WORK_VERB = re.compile(_LEAD + _PLEASE + _WORK_VERBS + r"(?!\s*:)", re.IGNORECASE)
+# Not before a colon: "Update: the port = 80" labels what follows, it asks for no work;
+# not a verb's noun with a duty after it: "Support for Python 3.9 must be preserved".
+_WORK_VERB = re.compile(
+    _LEAD
+    + _PLEASE
+    + _WORK_VERBS
+    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)",
+    re.IGNORECASE,
+)
 # A value set again, said as an imperative ("Change of plan for the port, make it 55"):
 # it states the value, like a fact does, and may replace the earlier one.
 _SETS_VALUE = re.compile(
@@ -366,9 +388,12 @@ def classify(sentence: str) -> Act:
     short = len(words) <= 2 and not has_value and len(text) < 40 and cjk < 4
     # "keep at it", "go on then": a verb with no object or value says nothing to keep.
     bare = len(words) <= 5 and not has_value and len(_content(text)) <= 1 and cjk < 4
+    if _NO_START.match(text) and not _CHATTER.match(text) and len(words) >= 2:
+        # "no sudo": two words, a prohibition all the same.
+        return Act.RULE
     if _CHATTER.match(text) or short or bare:
         return Act.CHATTER
-    if _prohibits(text) or _NO_START.match(text) or _ALWAYS.search(text):
+    if _prohibits(text) or _ALWAYS.search(text) or RULED_OUT.search(text):
         return Act.RULE
     if _CJK_RULE.search(text):
         return Act.RULE
@@ -376,9 +401,20 @@ def classify(sentence: str) -> Act:
         return Act.PREFERENCE
     if cjk >= 4 and _CJK_REQUEST.match(text):
         return Act.REQUEST
+    if ASKS_WORK.search(text):
+        # "I want it fixed", "test_upload needs fixing": work, though "want" is a liking.
+        return Act.REQUEST
     if _PREFERENCE.search(text) and not _REQUEST_FRAME.match(text):
         return Act.PREFERENCE
+    works = _WORK_VERB.match(text) or MORE_WORK_VERBS.match(text)
+    if PREFERS.search(text) or (
+        not works and (CHOICE.match(text) or COURTESY_FRAGMENT.match(text))
+    ):
+        return Act.PREFERENCE
     if _MANNER_VERB.match(text) or _PRESENTATION.match(text):
+        return Act.RULE
+    if works and HABIT.search(text):
+        # "Run the linter before each commit": work done as a habit binds every turn.
         return Act.RULE
     condition = _CONDITION.match(text)
     if condition and _MANNER_VERB.match(condition.group(1)):
@@ -390,13 +426,15 @@ def classify(sentence: str) -> Act:
         return Act.REQUEST
     if has_value and _SETS_VALUE.search(text):
         return Act.FACT
-    if _REQUEST_FRAME.match(text) or _WORK_VERB.match(text) or _TRAILING_REQUEST.search(text):
+    if _REQUEST_FRAME.match(text) or works or _TRAILING_REQUEST.search(text):
         return Act.REQUEST
-    if _is_obligation(text) or _UNIVERSAL.match(text):
+    if _is_obligation(text) or _UNIVERSAL.match(text) or BINDS.search(text):
         return Act.RULE
+    if FOR_ME.search(text):
+        return Act.PREFERENCE
     if text.endswith("?") and (_QUESTION_TO_AGENT.match(text) or _PROPOSES_WORK.search(text)):
         return Act.REQUEST
-    if has_value or len(_content(text)) >= 5 or cjk >= 4:
+    if has_value or len(_content(text)) >= 4 or cjk >= 4:
         return Act.FACT
     return Act.CHATTER
 

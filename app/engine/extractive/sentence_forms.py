@@ -1,0 +1,107 @@
+"""Sentence forms that bind or ask beyond the modal words: what a sentence says of a thing.
+
+Users state rules as a verdict on a thing ("Pushing to main is a no-go", "The Makefile is
+frozen", "eval() is banned"), as whose call it is ("Rebooting prod is my call alone"), as
+an approval to ask for ("Ping me before touching db7"), as a consequence ("I'll be upset if
+staging gets dropped"), as a habit ("Run the linter before each commit"), or as a tail on a
+fragment ("Explanations in plain English, no jargon"). Preferences come as a choice
+("Tabs over spaces"), a fragment with a courtesy ("Terse answers, please"), or a verdict
+about oneself ("Shorter answers are better for me", "Camel case looks wrong to me"). Work is
+asked as what a thing needs ("test_upload needs fixing", "I want it fixed", "An index on
+orders.created_at is needed"), as a priority ("Priority one is porting …", "Up next, …") or
+as a hope ("I'm hoping you can port …").
+"""
+
+from __future__ import annotations
+
+import re
+
+# A verdict or ownership that rules a thing out, or puts it in the user's hands alone.
+RULED_OUT = re.compile(
+    r"\b(?:dont|no-go|no\s+go|(?:is|are|gets?)\s+(?:strictly\s+)?(?:banned|forbidden|taboo|"
+    r"frozen|locked|untouchable|not\s+ok(?:ay)?|not\s+acceptable|unacceptable|"
+    r"not\s+welcome|out\s+of\s+bounds|out(?=\s+(?:for|here|this|in\s+this)\b|\s*[.!;,]|\s*$))|"
+    r"bans?|banned|unacceptable|"
+    r"(?:is|are)\s+a\s+(?:big\s+|hard\s+|firm\s+|definite\s+)?no\b|"
+    r"(?:my|the\s+user['’]s|our)\s+(?:call|decision)\s+(?:alone|only)|(?:is|are)\s+my\s+call|"
+    r"(?:nobody|no\s+one|anyone|none\s+of\s+you)\s+(?:\w+\s+){0,2}but\s+me|"
+    r"(?:check|confirm|clear\s+it|run\s+it)\s+(?:with|by)\s+me|"
+    r"(?:ping|ask|tell|warn|notify)\s+me\s+(?:first|before)|let\s+me\s+know\s+before|"
+    r"(?:needs?|requires?|with(?:out)?)\s+my\s+(?:ok|okay|approval|sign-?off|go-?ahead|consent)|"
+    r"(?:i['’]ll|i\s+will|i['’]d|i\s+would)\s+be\s+(?:very\s+|really\s+)?(?:upset|annoyed|"
+    r"angry|furious|unhappy|mad|disappointed)|(?:do\s+not|don['’]t)\s+want\s+to\s+see|"
+    # "The deploy window closes at 16:30, nothing ships after that."
+    r"(?<=[,;:—–-]\s)(?:nothing|none|no\s+\w+)\s+(?:\w+s|gets?|goes|may|can|should|will)\b|"
+    # "Explanations in plain English, no jargon."
+    r"(?<=[,;]\s)no\s+[\w-]+(?:\s+[\w-]+)?[.!]?$)",
+    re.IGNORECASE,
+)
+# A bound or duty said by a noun or a present-tense verb rather than a modal.
+BINDS = re.compile(
+    r"\b(?:requires?|requiring|mandates?|mandated|is\s+expected\s+to|are\s+expected\s+to|"
+    r"ceiling|threshold|quota|allowance|hard\s+(?:limit|stop|cap|deadline|requirement)|"
+    r"not\s+optional|non-optional|not\s+a\s+(?:cent|byte|minute|second|dollar)\s+more|"
+    r"(?:is|are)\s+a\s+failure|counts?\s+as\s+(?:a\s+)?failure|no\s+later\s+than|sharp|"
+    r"everywhere|across\s+the\s+board|without\s+exception|in\s+every\s+\w+|"
+    r"(?:stays?|remains?)\s+(?:in|inside|out\s+of|off|local|private|internal)\b)",
+    re.IGNORECASE,
+)
+# An imperative of work done as a habit: "Run the linter before each commit", "Make a
+# backup before deleting anything".
+HABIT = re.compile(
+    r"\b(?:(?:before|after)\s+(?:each|every|any|all)\b|(?:before|after)\s+\w+ing\s+"
+    r"(?:anything|any|each|every|all)\b|every\s+time|each\s+time|whenever|any\s+time)",
+    re.IGNORECASE,
+)
+# A liking said of oneself or as a choice between two things.
+PREFERS = re.compile(
+    r"\b(?:partial\s+to|suits?\s+(?:me|us)|(?:works?|reads?|looks?)\s+(?:best|better|nicer)\s+"
+    r"(?:for|to)\s+(?:me|us)|(?:is|are)\s+(?:better|nicer|best|preferable|easier|clearer)\s+"
+    r"(?:for|to)\s+(?:me|us)|happiest|reach\s+for|(?:looks?|feels?|reads?)\s+(?:wrong|off|"
+    r"bad|ugly|odd|better|nicer|cleaner)\s+to\s+(?:me|us)|not\s+a\s+(?:big\s+)?fan|"
+    r"can['’]t\s+stand|go\s+(?:light|easy|heavy|sparingly)\s+on|leans?\s+on|"
+    r"(?:are|is)\s+nicer|preferable|if\s+you\s+can\b|in\s+my\s+(?:view|opinion)|imo|imho)\b",
+    re.IGNORECASE,
+)
+# "Tabs over spaces", "Bullet lists over prose, if you can": a choice said as a fragment.
+CHOICE = re.compile(
+    r"^(?!(?:\S+\s+){0,3}?(?:go|went|goes|hand|run|ran|roll|take|took|switch|move|fall|fell|"
+    r"look|think|thought|pass|is|are|was|were|get|got|all|it|them|that|this)\s+over\b)"
+    r"(?:[\w.()`'-]+\s+){1,3}over\s+(?!\d|\$|the\b|a\b|an\b|to\b|it\b|there\b|here\b|again\b|"
+    r"https?\b|ssh\b|tcp\b|udp\b|time\b)[\w.(`'-]",
+    re.IGNORECASE,
+)
+# A fragment with a courtesy or a contrast: "Terse answers, please.", "Metric units, not
+# imperial." (no verb of work opens it: that would be a request).
+COURTESY_FRAGMENT = re.compile(
+    r"^[^,.;:?!]{3,60},\s*(?:please|thanks|thank\s+you|if\s+possible|ideally|not\s+[\w-]+"
+    r"(?:\s+[\w-]+)?)\s*[.!]?$",
+    re.IGNORECASE,
+)
+FOR_ME = re.compile(r"\bfor\s+(?:me|us)\s*[.!]?$", re.IGNORECASE)
+_DONE_WORK = (
+    r"(?:fixed|fixing|done|doing|rewritten|rewriting|sorted(?:\s+out)?|sorting|cleaned\s+up|"
+    r"cleaning|updated|updating|removed|added|ported|porting|finished|built|implemented|"
+    r"refactored|refactoring|migrated|tested|documented|deployed|merged|resolved|solved|"
+    r"handled|investigated|looked\s+(?:at|into)|addressed|work)"
+)
+# Work asked as what a thing needs, a priority or a hope.
+ASKS_WORK = re.compile(
+    r"\b(?:needs?\s+" + _DONE_WORK + r"|(?:is|are)\s+(?:still\s+)?needed|"
+    r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|[\w.]+)\s+" + _DONE_WORK + r"\b|"
+    r"(?:i|we)\s+need\s+(?:a|an|some)\s|(?:i['’]m|i\s+am|we['’]re|we\s+are)\s+hoping\s+"
+    r"(?:you\s+)?(?:can|could|will|to)|^(?:would\s+you\s+)?mind\s+\w+ing|"
+    r"^up\s+next|next\s+(?:milestone|up|thing|priority|item)\b|"
+    r"priority(?:\s+(?:one|#?1|number\s+one))?\s+(?:is|:)|"
+    r"(?:is|are)\s+(?:the|my|our|top)\s+(?:\w+\s+)?(?:priority|next\s+thing|main\s+thing|focus)|"
+    r"would\s+be\s+the\s+next\s+(?:thing|step)|could\s+use\s+(?:a|an|some|\w+)|"
+    r"^we\s+should\s+(?:probably\s+|really\s+|now\s+)?(?:get|add|build|fix|implement|make|"
+    r"write|port|move|set\s+up|create|migrate|refactor)\b|"
+    r"^(?:can|could|will|would)\s+(?:the|this|our|it)\b.*\?$)",
+    re.IGNORECASE,
+)
+# Verbs of work that lead an imperative, beside those of statements._WORK_VERBS.
+MORE_WORK_VERBS = re.compile(
+    r"^(?:please\s+|now\s+)?(?:focus|concentrate|tackle|address|sort\s+out|pick\s+up)\b",
+    re.IGNORECASE,
+)
