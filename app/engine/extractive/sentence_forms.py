@@ -89,7 +89,11 @@ _DONE_WORK = (
 ASKS_WORK = re.compile(
     r"\b(?:needs?\s+" + _DONE_WORK + r"|(?:is|are)\s+(?:still\s+)?needed|"
     r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|[\w.]+)\s+" + _DONE_WORK + r"\b|"
-    r"(?:i|we)\s+need\s+(?:a|an|some)\s|(?:i['’]m|i\s+am|we['’]re|we\s+are)\s+hoping\s+"
+    r"(?:i|we)\s+need\s+(?:a|an|some)\s|"
+    # "I want the parser to handle empty files": a behaviour to build ("I want answers to
+    # be short" is a liking).
+    r"(?:i|we)\s+(?:really\s+)?want\s+(?!you\b|to\b)[^,.;]{1,50}?\s+to\s+(?!be\b|stay\b|"
+    r"remain\b|look\b|read\b|sound\b|feel\b|keep\b)\w+|(?:i['’]m|i\s+am|we['’]re|we\s+are)\s+hoping\s+"
     r"(?:you\s+)?(?:can|could|will|to)|^(?:would\s+you\s+)?mind\s+\w+ing|"
     r"^up\s+next|next\s+(?:milestone|up|thing|priority|item)\b|"
     r"priority(?:\s+(?:one|#?1|number\s+one))?\s+(?:is|:)|"

@@ -343,7 +343,10 @@ _QUESTION_TO_AGENT = re.compile(
 
 def values_in(text: str) -> tuple[str, ...]:
     """The specific values a text carries (numbers, paths, identifiers, names), in order."""
-    return tuple(match.group(0).strip('`"') for match in _VALUE.finditer(text))
+    found = (match.group(0).strip('`"') for match in _VALUE.finditer(text))
+    # "hey, The supplier's …", "also, Please …": a sentence's first word after a lead-in
+    # keeps its capital; it names nothing.
+    return tuple(v for v in found if v.casefold() not in _NOT_NAMES)
 
 
 def split_aside(text: str) -> tuple[str, str] | None:
@@ -559,7 +562,13 @@ _STOPWORDS_TEXT = (
     "thing things quick note fyi btw heads anyway reference please what which who whom "
     "whose where when how it's that's what's there's here's"
 )
+_STOPWORDS_TEXT += " hey hi hello ah oh hmm yo ok okay btw but yet though although"
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+_NOT_NAMES_TEXT = (
+    "actually correction update heads also quick turns just anyway sorry hey oh ah ok okay "
+    "please note reminder important however instead"
+)
+_NOT_NAMES = _STOPWORDS | frozenset(_NOT_NAMES_TEXT.split())
 
 
 def _content(text: str) -> set[str]:
