@@ -26,6 +26,8 @@ GOAL = "## Goal"
         "Support for Python 3.9 must be preserved.",
         "Explanations in plain English, no jargon.",
         "no sudo",
+        "Schema changes go through me first.",
+        "Edits outside src/ will be reverted.",
     ],
 )
 def test_a_rule_said_as_a_verdict_habit_or_fragment_is_a_constraint(said: str) -> None:
@@ -42,6 +44,7 @@ def test_a_rule_said_as_a_verdict_habit_or_fragment_is_a_constraint(said: str) -
         "I'm partial to small, focused commits.",
         "Camel case looks wrong to me in Python.",
         "Metric units, not imperial.",
+        "Small diffs make me happy.",
     ],
 )
 def test_a_liking_said_as_a_choice_or_about_oneself_is_a_preference(said: str) -> None:
@@ -57,6 +60,8 @@ def test_a_liking_said_as_a_choice_or_about_oneself_is_a_preference(said: str) -
         "Priority one is porting the scheduler to asyncio.",
         "I want the `nebula_3` parser to handle empty files without crashing.",
         "Mind adding a --dry-run flag to the sync command?",
+        "Pagination for /orders is next.",
+        "The lambda's cold start is too slow; speed it up.",
     ],
 )
 def test_work_said_as_a_need_a_priority_or_a_wish_is_in_the_goal(said: str) -> None:

@@ -25,7 +25,11 @@ RULED_OUT = re.compile(
     r"(?:is|are)\s+a\s+(?:big\s+|hard\s+|firm\s+|definite\s+)?no\b|"
     r"(?:my|the\s+user['’]s|our)\s+(?:call|decision)\s+(?:alone|only)|(?:is|are)\s+my\s+call|"
     r"(?:nobody|no\s+one|anyone|none\s+of\s+you)\s+(?:\w+\s+){0,2}but\s+me|"
-    r"(?:check|confirm|clear\s+it|run\s+it)\s+(?:with|by)\s+me|"
+    r"(?:check|confirm|clear\s+it|run\s+it)\s+(?:with|by)\s+me|(?:go|goes)\s+through\s+me|"
+    # Said as what happens to the thing done anyway: "Edits outside src/ will be reverted".
+    r"(?:gets?|will\s+be|are|is)\s+(?:automatically\s+)?(?:rejected|reverted|refused|denied|"
+    r"rolled\s+back)|(?:aren['’]t|isn['’]t|is\s+not|are\s+not)\s+done\b|"
+    r"needs?\s+(?:a\s+)?(?:second\s+pair\s+of\s+eyes|review|sign-?off|approval)|"
     r"(?:ping|ask|tell|warn|notify)\s+me\s+(?:first|before)|let\s+me\s+know\s+before|"
     r"(?:needs?|requires?|with(?:out)?)\s+my\s+(?:ok|okay|approval|sign-?off|go-?ahead|consent)|"
     r"(?:i['’]ll|i\s+will|i['’]d|i\s+would)\s+be\s+(?:very\s+|really\s+)?(?:upset|annoyed|"
@@ -60,7 +64,9 @@ PREFERS = re.compile(
     r"(?:for|to)\s+(?:me|us)|happiest|reach\s+for|(?:looks?|feels?|reads?)\s+(?:wrong|off|"
     r"bad|ugly|odd|better|nicer|cleaner)\s+to\s+(?:me|us)|not\s+a\s+(?:big\s+)?fan|"
     r"can['’]t\s+stand|go\s+(?:light|easy|heavy|sparingly)\s+on|leans?\s+on|"
-    r"(?:are|is)\s+nicer|preferable|if\s+you\s+can\b|in\s+my\s+(?:view|opinion)|imo|imho)\b",
+    r"(?:are|is)\s+nicer|preferable|if\s+you\s+can\b|in\s+my\s+(?:view|opinion)|imo|imho|"
+    r"makes?\s+me\s+(?:happy|glad)|beats?\s+\w+|would\s+be\s+(?:ideal|perfect|best|preferable)|"
+    r"(?:more|less)\s+of\s+an?\s+\S+\s+(?:person|fan)|(?:aren['’]t|isn['’]t)\s+my\s+thing)\b",
     re.IGNORECASE,
 )
 # "Tabs over spaces", "Bullet lists over prose, if you can": a choice said as a fragment.
@@ -98,7 +104,11 @@ ASKS_WORK = re.compile(
     r"^up\s+next|next\s+(?:milestone|up|thing|priority|item)\b|"
     r"priority(?:\s+(?:one|#?1|number\s+one))?\s+(?:is|:)|"
     r"(?:is|are)\s+(?:the|my|our|top)\s+(?:\w+\s+)?(?:priority|next\s+thing|main\s+thing|focus)|"
-    r"would\s+be\s+the\s+next\s+(?:thing|step)|could\s+use\s+(?:a|an|some|\w+)|"
+    r"would\s+be\s+the\s+next\s+(?:thing|step)|(?:is|are)\s+next\s*[.!]?$|comes?\s+next|"
+    r"what\s+(?:i|we)['’]?(?:m|re|\s+am|\s+are)\s+after|is\s+what\s+(?:i|we)\s+(?:need|want)|"
+    r"(?:i['’]d|i\s+would|we['’]d)\s+like\s+[^,.;]{1,40}?\s+\w+ed\s*[.!]?$|"
+    r"[;:—–]\s*(?:please\s+|so\s+)?(?:fix|speed|clean|sort|tidy|optimi[sz]e|refactor|rewrite|"
+    r"update|improve|port)\s+(?:it|this|that|them)\b|could\s+use\s+(?:a|an|some|\w+)|"
     r"^we\s+should\s+(?:probably\s+|really\s+|now\s+)?(?:get|add|build|fix|implement|make|"
     r"write|port|move|set\s+up|create|migrate|refactor)\b|"
     r"^(?:can|could|will|would)\s+(?:the|this|our|it)\b.*\?$)",

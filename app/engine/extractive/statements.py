@@ -431,7 +431,10 @@ def classify(sentence: str) -> Act:
         return Act.FACT
     if _REQUEST_FRAME.match(text) or works or _TRAILING_REQUEST.search(text):
         return Act.REQUEST
-    if _is_obligation(text) or _UNIVERSAL.match(text) or BINDS.search(text):
+    # A duty word inside a condition ("If the script requires a file, search the repo")
+    # says when, not what binds: the main clause decides.
+    main_clause = condition.group(1) if condition else text
+    if _is_obligation(text) or _UNIVERSAL.match(text) or BINDS.search(main_clause):
         return Act.RULE
     if FOR_ME.search(text):
         return Act.PREFERENCE
