@@ -119,3 +119,53 @@ MORE_WORK_VERBS = re.compile(
     r"^(?:please\s+|now\s+)?(?:focus|concentrate|tackle|address|sort\s+out|pick\s+up)\b",
     re.IGNORECASE,
 )
+
+
+# The last reading, for a statement none of the forms above took: the words it uses. A
+# sentence of a rule's form unseen before still uses a rule's words ("a hard freeze",
+# "a firing offence", "Omar's blessing"), a liking a liking's ("a big fan", "read better"),
+# and work a frame of work with a verb of it ("Today we're adding retries").
+_RULE_WORDS = re.compile(
+    r"\b(?:freeze|frozen|forbidden|offen[cs]e|blessing|approv(?:al|e|es|ed)|permission|"
+    r"sign-?off|tops|mandatory|banned|exceptions?|untouched|strict(?:ly)?|policy|unless|"
+    r"except|never|nobody|compliance|illegal|confidential|protected|restricted)\b",
+    re.IGNORECASE,
+)
+_WEAK_RULE_WORDS = re.compile(
+    r"\b(?:every|each|any|all|only|until|before|without|limits?|max|min|caps?|hard|firm|"
+    r"allowed|permitted|required|secrets?|private|sensitive|legal|security|rules?|"
+    r"parameteri[sz]ed|saniti[sz]ed|escaped|encrypted|signed|reviewed)\b",
+    re.IGNORECASE,
+)
+_LIKING_WORDS = re.compile(
+    r"\b(?:fan|favou?rite|taste|picky|fussy|prefer\w*|better|best|nicer|cleaner|worse|"
+    r"love|hate|enjoy|rather|ideally|please|style)\b",
+    re.IGNORECASE,
+)
+_WORK_WORDS = re.compile(
+    r"\b(?:add|build|implement|fix|port|wire|migrat|creat|writ|refactor|ship|deliver|finish|"
+    r"rewrit|speed|support|introduc|integrat|set(?:ting)?\s+up|get(?:ting)?\s+\w+\s+(?:working|"
+    r"running|done))\w*",
+    re.IGNORECASE,
+)
+_WORK_FRAME = re.compile(
+    r"\b(?:session|today|tonight|this\s+(?:week|sprint|morning|afternoon)|plan|target|goal|aim|"
+    r"objective|milestone|remaining|left|still|to\s+do|to-do|todo|here\s+to|work|job|task|"
+    r"piece|thing\s+to|lacks?|lacking|missing|wrapper)\b",
+    re.IGNORECASE,
+)
+_WORK_ALONE = re.compile(
+    r"\b(?:still\s+to\s+do|to-?do|remaining\s+(?:piece|part|bit|work|item)|lacks?|lacking)\b",
+    re.IGNORECASE,
+)
+
+
+def act_by_words(text: str) -> str | None:
+    """ "request", "preference" or "rule" by the words a statement uses, or None."""
+    if (_WORK_WORDS.search(text) and _WORK_FRAME.search(text)) or _WORK_ALONE.search(text):
+        return "request"
+    if _LIKING_WORDS.search(text):
+        return "preference"
+    if _RULE_WORDS.search(text) or len(_WEAK_RULE_WORDS.findall(text)) >= 2:
+        return "rule"
+    return None

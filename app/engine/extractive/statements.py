@@ -29,6 +29,7 @@ from app.engine.extractive.sentence_forms import (
     MORE_WORK_VERBS,
     PREFERS,
     RULED_OUT,
+    act_by_words,
 )
 from app.engine.extractive.text import sentence_lines
 
@@ -361,8 +362,9 @@ def split_aside(text: str) -> tuple[str, str] | None:
     return found.group(1), rest
 
 
-def classify(sentence: str) -> Act:
-    """What one sentence of user text does."""
+def classify(sentence: str, by_words_too: bool = True) -> Act:
+    """What one sentence of user text does. Its form decides; a sentence of no known form
+    is read by its words (`act_by_words`) unless `by_words_too` is false."""
     text = sentence.strip()
     label = _LABEL.match(text)
     labelled = label is not None and label.group(1).casefold().split()[-1] in _LABELLED
@@ -372,7 +374,7 @@ def classify(sentence: str) -> Act:
         # "Not related, but we need to migrate X", "hey, use tabs": the aside is how the
         # user leads in, the rest is what they say. It decides when it says more than a
         # fact ("Use tabs, not spaces" stays the rule its whole reads as).
-        rest = classify(aside[1])
+        rest = classify(aside[1], by_words_too=False)
         # An aside that binds by itself ("If possible, write the tests with X") keeps
         # the whole's reading.
         binds = _PREFERENCE.search(aside[0]) or _prohibits(aside[0]) or _ALWAYS.search(aside[0])
@@ -381,7 +383,7 @@ def classify(sentence: str) -> Act:
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
         said = _LABELLED.get(label.group(1).casefold().split()[-1])
-        rest = classify(text[label.end() :])
+        rest = classify(text[label.end() :], by_words_too)
         if said is None or (rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT):
             return rest
         return said
@@ -440,9 +442,9 @@ def classify(sentence: str) -> Act:
         return Act.PREFERENCE
     if text.endswith("?") and (_QUESTION_TO_AGENT.match(text) or _PROPOSES_WORK.search(text)):
         return Act.REQUEST
-    if has_value or len(_content(text)) >= 4 or cjk >= 4:
-        return Act.FACT
-    return Act.CHATTER
+    said = Act.FACT if has_value or len(_content(text)) >= 4 or cjk >= 4 else Act.CHATTER
+    by_words = act_by_words(text) if by_words_too else None
+    return Act(by_words) if by_words else said
 
 
 _STRONG = re.compile(

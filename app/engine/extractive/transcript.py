@@ -25,6 +25,7 @@ from app.engine.extractive.statements import (
     Statement,
     addressed_statements,
     bounds_the_work,
+    classify,
     statements,
 )
 from app.engine.extractive.text import cap, clean_user_text, one_line, sentence_lines
@@ -270,7 +271,14 @@ def opening_goal_text(words: str, found: list[Statement] | None = None) -> str:
     """The opening request as the Goal shows it (uncapped): `words` without markup-only
     lines, decoration, and lines that only state rules (those are under Constraints)."""
     said = statements(words) if found is None else found
-    rules = {s.text for s in said if s.act in (Act.RULE, Act.PREFERENCE)}
+    # A line read as a rule by its words alone stays in the Goal as well: the request may
+    # be in it.
+    rule_like = (Act.RULE, Act.PREFERENCE)
+    rules = {
+        s.text
+        for s in said
+        if s.act in rule_like and classify(s.text, by_words_too=False) in rule_like
+    }
     return _goal_text(words, rules) or words
 
 
