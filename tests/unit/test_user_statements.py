@@ -128,3 +128,52 @@ def test_a_second_update_finds_the_value_by_either_of_its_wordings() -> None:
     )
     assert not _current(summary, "04:45") and not _current(summary, "06:15")
     assert _current(summary, "07:30") and _current(summary, "17:45")
+
+
+_BACKGROUND = (
+    "Never run migrations on db-main.internal without asking.",
+    "Keep functions under 50 lines.",
+    "The worker pool has 12 processes.",
+    "Releases go out at 15:00 on Tuesdays.",
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "new_value"),
+    [
+        (
+            "The S3 bucket for exports is acme-exports-eu.",
+            "Exports now land in acme-exports-us instead.",
+            "acme-exports-eu",
+            "acme-exports-us",
+        ),
+        (
+            "Our monthly API budget is $900.",
+            "Finance raised the API spend ceiling to $1400.",
+            "$900",
+            "$1400",
+        ),
+        ("We support Postgres 13 and newer.", "Minimum Postgres is 15 these days.", "13", "15"),
+        (
+            "The message queue is rabbit-2.internal.",
+            "We've gone to kafka-7.internal for messaging these days.",
+            "rabbit-2.internal",
+            "kafka-7.internal",
+        ),
+        (
+            "The cron job runs at 02:00.",
+            "Effective immediately, the cron job fires at 03:30.",
+            "02:00",
+            "03:30",
+        ),
+    ],
+)
+def test_a_change_said_as_when_it_starts_or_what_it_became_replaces_the_old_value(
+    old: str, new: str, old_value: str, new_value: str
+) -> None:
+    summary = summarize(_said(*_BACKGROUND[:2], old, *_BACKGROUND[2:], new))
+    assert not _current(summary, old_value)
+    assert _current(summary, new_value)
+    # Nothing else was taken for the value it changed.
+    for said in _BACKGROUND:
+        assert _current(summary, said.rstrip("."))

@@ -132,7 +132,7 @@ _RULE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _WEAK_RULE_WORDS = re.compile(
-    r"\b(?:every|each|any|all|only|until|before|without|limits?|max|min|caps?|hard|firm|"
+    r"\b(?:every|each|any|all|only|without|limits?|max|min|caps?|hard|firm|"
     r"allowed|permitted|required|secrets?|private|sensitive|legal|security|rules?|"
     r"parameteri[sz]ed|saniti[sz]ed|escaped|encrypted|signed|reviewed)\b",
     re.IGNORECASE,

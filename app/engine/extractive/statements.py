@@ -319,6 +319,8 @@ _VALUE = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:internal|example|com|org|net|io|dev|local|json|py|ts|js|md|"
     r"yaml|yml|toml|sh|mk|ex|exs|rs|go|java|rb|sql|txt|csv|html|css)\b|"
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"
+    # A kebab-case name ("acme-exports-eu"), not an English compound ("end-to-end").
+    r"\b[a-z0-9]+(?:-(?!(?:to|of|the|in|and|by|a|on|for|at)-)[a-z0-9]+){2,}\b|"
     r"\b[A-Za-z]+[_]\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b|\b[A-Za-z]+\d+[\w-]*\b|"
     r"\b\d[\d:.,/-]*\d\b|\b\d\b|"
     r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,=] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"

@@ -157,7 +157,7 @@ class _Reader:
         self.opening = Opening(goal, cap(one_line(requests), _REQUEST_CHARS) if requests else None)
         self.unanswered_request = cap(one_line(requests or words), _REQUEST_CHARS)
         for statement in found:
-            if _is_rule(statement):
+            if _is_rule(statement) and not _rule_by_words_only(statement):
                 self.items.append(self._item(ItemKind.RULE, statement.text, in_opening=True))
             elif statement.act is Act.FACT:
                 self.items.append(self._item(ItemKind.FACT, statement.text, in_opening=True))
@@ -267,17 +267,20 @@ def _is_rule(statement: Statement) -> bool:
     return statement.act is Act.REQUEST and bounds_the_work(statement.text)
 
 
+def _rule_by_words_only(statement: Statement) -> bool:
+    """Whether a rule is one by its words alone (`classify`'s last resort): in the opening
+    request it stays in the Goal's quote of it, not also under Constraints."""
+    rule_like = (Act.RULE, Act.PREFERENCE)
+    return statement.act in rule_like and classify(statement.text, False) not in rule_like
+
+
 def opening_goal_text(words: str, found: list[Statement] | None = None) -> str:
     """The opening request as the Goal shows it (uncapped): `words` without markup-only
     lines, decoration, and lines that only state rules (those are under Constraints)."""
     said = statements(words) if found is None else found
-    # A line read as a rule by its words alone stays in the Goal as well: the request may
-    # be in it.
-    rule_like = (Act.RULE, Act.PREFERENCE)
+    # A line read as a rule by its words alone stays in the Goal: the request may be in it.
     rules = {
-        s.text
-        for s in said
-        if s.act in rule_like and classify(s.text, by_words_too=False) in rule_like
+        s.text for s in said if s.act in (Act.RULE, Act.PREFERENCE) and not _rule_by_words_only(s)
     }
     return _goal_text(words, rules) or words
 

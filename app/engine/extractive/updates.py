@@ -36,7 +36,16 @@ _UPDATE_CUE = re.compile(
     r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on|"
     r"turns?\s+out|turned\s+out|not\s+what\s+i\s+(?:said|wrote|told\s+you)|"
     # "Ignore the 1.24 I gave you", "scrap that number".
-    r"(?:ignore|disregard|forget|scrap)\s+(?:the|that|my)\b)\b",
+    r"(?:ignore|disregard|forget|scrap)\s+(?:the|that|my)\b|"
+    # A change said as when it starts or what it became: "these days", "starting
+    # Monday", "effective today", "we went with", "renamed to", "I meant".
+    r"these\s+days|from\s+(?:today|tomorrow|monday|next\s+\w+)|starting\s+(?:today|"
+    r"tomorrow|now|next\s+\w+|monday|this\s+\w+)|effective\s+(?:today|immediately|now)|"
+    r"(?:we|i)\s+(?:went|have\s+gone|['’]ve\s+gone)\s+(?:with|to)|swapped|migrated\s+to|"
+    r"relocated|renamed|took\s+over|handed\s+over|amended|adjusted|revised|i\s+meant|"
+    r"meant\s+to\s+(?:say|write)|typo|oops|(?:is|are)\s+different\s+now|"
+    r"(?:has|have)\s+been\s+(?:changed|updated|moved|replaced|bumped|raised|lowered)|"
+    r"in\s+place\s+of|replaced\s+by|no\s+more\s+\S+,)\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -47,7 +56,8 @@ _UPDATE_WORDS_TEXT = (
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
-    "plan heads-up got"
+    "plan heads-up got days starting effective went gone swapped renamed relocated "
+    "amended adjusted meant typo oops different"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -74,7 +84,7 @@ def with_replaced(new: str, old: str) -> str:
 # GPU allowance", "larger than 51 KB": all state a limit.
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
-    r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|"
+    r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|budget|"
     r"timeout|below|above|inside|(?:larger|bigger|smaller|longer|shorter|more|less|"
     r"fewer)\s+than)\b",
     re.IGNORECASE,
@@ -98,7 +108,7 @@ _KINDS_OF_SUBJECT = {
     "@size": r"sizes?|larger|bigger|smaller|heavier|kb|mb|gb|bytes|footprint",
     "@branch": r"branch(?:es)?|push(?:es|ed)?|force-push\w*|merg\w+",
     "@release": r"deploy(?:s|ed|ing|ments?)?|releases?|rollouts?|ship(?:s|ping)?",
-    "@money": r"currency|currencies|money|amounts?|prices?|costs?",
+    "@money": r"currency|currencies|money|amounts?|prices?|costs?|budgets?|spend(?:ing)?|fees?",
     "@source": r"(?:comes?|fetched|pulled|downloaded|installed|sourced|gets?)\s+(?:\w+\s+)?from|"
     r"mirrors?|registr(?:y|ies)",
     # Near-synonyms of the things software work talks about, a thesaurus's groups.
@@ -244,6 +254,10 @@ def _names_plainly(new: str, old: str, old_values: set[str]) -> bool:
     )
 
 
+def _name_words(values: set[str]) -> set[str]:
+    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{2,}", w)}
+
+
 def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> float:
     """How surely statement `new` changes the value that earlier statement `old` states:
     0 when it does not, higher for a closer match. `said_in` counts, per subject word, the
@@ -276,7 +290,8 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     # A proper name both mention ("the Redis cache", "the Redis host") is what both are
     # about, not a value either changes: it counts as a shared subject word. An acronym
     # ("the API", "CI") is too generic to tell one item by.
-    names = {v.casefold() for v in old_values & new_values if re.fullmatch(r"[A-Z][a-z]{2,}", v)}
+    # By word: "Minimum Postgres is 15" reads "Minimum Postgres" as one name.
+    names = _name_words(old_values) & _name_words(new_values)
     shared = new_words & old_words | names | _abbreviated(new_words, old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
