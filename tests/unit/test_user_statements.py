@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_extractive import _said, section, summarize
+from tests.unit.test_extractive import _said, assistant, section, summarize, user
 
 CONSTRAINTS = "## Constraints & Preferences"
 GOAL = "## Goal"
@@ -177,3 +177,46 @@ def test_a_change_said_as_when_it_starts_or_what_it_became_replaces_the_old_valu
     # Nothing else was taken for the value it changed.
     for said in _BACKGROUND:
         assert _current(summary, said.rstrip("."))
+
+
+def test_an_update_opening_the_next_folded_part_still_replaces_the_value() -> None:
+    first = summarize(
+        _said(
+            "Please make sure nothing ever gets written to the `amber6` bucket.",
+            "Keep functions under 4 lines.",
+        )
+    )
+    # The next compaction folds messages that open with the update: it is no new task.
+    later = [
+        user("The write-protected bucket has changed, it's pylon9 going forward."),
+        assistant("Noted."),
+    ]
+    summary = summarize(later, previous=first)
+    assert not _current(summary, "amber6")
+    assert "pylon9" in section(summary, CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "new_value"),
+    [
+        (
+            "The metrics endpoint is served on port 7273.",
+            "The metrics port moved to 9365 as of today.",
+            "7273",
+            "9365",
+        ),
+        (
+            "The whole thing needs to fit in 46 MB of RAM.",
+            "The memory budget has changed, it's 25 going forward.",
+            "46 MB",
+            "25",
+        ),
+    ],
+)
+def test_an_update_is_matched_to_its_subject_not_to_a_limit_of_another_kind(
+    old: str, new: str, old_value: str, new_value: str
+) -> None:
+    summary = summarize(_said("Please keep functions under 4 lines.", old, new))
+    assert not _current(summary, old_value)
+    assert _current(summary, new_value)
+    assert _current(summary, "functions under 4 lines")

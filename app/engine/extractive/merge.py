@@ -171,7 +171,8 @@ def merge(
         # A later request like any other: it may change a value said before.
         said.add(ItemKind.REQUEST, facts.opening.request, 1)
     for item in facts.user_items:
-        if item.in_opening and item.kind is ItemKind.FACT and opening_is_goal:
+        goal_holds_it = item.kind is ItemKind.FACT or item.in_goal_text
+        if item.in_opening and goal_holds_it and opening_is_goal:
             # The Goal quotes the opening request: its facts are there, up to the Goal's
             # budget (a long issue text is cut there, with a note of how much).
             continue

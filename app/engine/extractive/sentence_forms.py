@@ -142,10 +142,18 @@ _LIKING_WORDS = re.compile(
     r"love|hate|enjoy|rather|ideally|please|style)\b",
     re.IGNORECASE,
 )
+# A verb of work used as one: opening the sentence, after "to", a modal or "we're", or as
+# "-ing" ("Today we're adding retries", "The thing to build is …", "about adding …"); "the
+# metrics port moved" names a port, it asks for no porting.
+_WORK_STEMS = (
+    r"(?:add|build|implement|fix|port|wire|migrate|create|write|refactor|ship|deliver|finish|"
+    r"rewrite|speed\s+up|support|introduce|integrate|set\s+up)"
+)
 _WORK_WORDS = re.compile(
-    r"\b(?:add|build|implement|fix|port|wire|migrat|creat|writ|refactor|ship|deliver|finish|"
-    r"rewrit|speed|support|introduc|integrat|set(?:ting)?\s+up|get(?:ting)?\s+\w+\s+(?:working|"
-    r"running|done))\w*",
+    r"(?:^|\b(?:to|will|can|could|should|must|please|let['’]s|and|we['’]re|we\s+are|i['’]m|"
+    r"i\s+am|we['’]ll|i['’]ll)\s+)" + _WORK_STEMS + r"\b|"
+    r"\b(?:add|build|implement|fix|port|wir|migrat|creat|writ|refactor|shipp|deliver|finish|"
+    r"rewrit|support|introduc|integrat|sett)ing\b",
     re.IGNORECASE,
 )
 _WORK_FRAME = re.compile(

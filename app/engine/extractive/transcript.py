@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from app.engine.compaction.marker import DEFAULT_MARKER, SUMMARY_MARKER_PREFIX
@@ -65,6 +65,9 @@ class UserItem:
     message: int = 0
     # Said in the opening request: kept in the Goal's own text when it becomes the Goal.
     in_opening: bool = False
+    # A rule of the opening request that the Goal's text keeps as well (one found by its
+    # words alone): not repeated under Constraints when the opening becomes the Goal.
+    in_goal_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +160,11 @@ class _Reader:
         self.opening = Opening(goal, cap(one_line(requests), _REQUEST_CHARS) if requests else None)
         self.unanswered_request = cap(one_line(requests or words), _REQUEST_CHARS)
         for statement in found:
-            if _is_rule(statement) and not _rule_by_words_only(statement):
-                self.items.append(self._item(ItemKind.RULE, statement.text, in_opening=True))
+            if _is_rule(statement):
+                item = self._item(ItemKind.RULE, statement.text, in_opening=True)
+                if _rule_by_words_only(statement):
+                    item = replace(item, in_goal_text=True)
+                self.items.append(item)
             elif statement.act is Act.FACT:
                 self.items.append(self._item(ItemKind.FACT, statement.text, in_opening=True))
 

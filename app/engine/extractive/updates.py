@@ -85,7 +85,7 @@ def with_replaced(new: str, old: str) -> str:
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
     r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|budget|"
-    r"timeout|below|above|inside|(?:larger|bigger|smaller|longer|shorter|more|less|"
+    r"timeout|below|above|inside|fits?\s+(?:in|into|within|under)|(?:larger|bigger|smaller|longer|shorter|more|less|"
     r"fewer)\s+than)\b",
     re.IGNORECASE,
 )
@@ -108,7 +108,7 @@ _KINDS_OF_SUBJECT = {
     "@size": r"sizes?|larger|bigger|smaller|heavier|kb|mb|gb|bytes|footprint",
     "@branch": r"branch(?:es)?|push(?:es|ed)?|force-push\w*|merg\w+",
     "@release": r"deploy(?:s|ed|ing|ments?)?|releases?|rollouts?|ship(?:s|ping)?",
-    "@money": r"currency|currencies|money|amounts?|prices?|costs?|budgets?|spend(?:ing)?|fees?",
+    "@money": r"currency|currencies|money|amounts?|prices?|costs?|spend(?:ing)?|fees?",
     "@source": r"(?:comes?|fetched|pulled|downloaded|installed|sourced|gets?)\s+(?:\w+\s+)?from|"
     r"mirrors?|registr(?:y|ies)",
     # Near-synonyms of the things software work talks about, a thesaurus's groups.
@@ -124,6 +124,18 @@ _KINDS_OF_SUBJECT = {
     "@cache": r"cach(?:e|es|ing)|redis|memcached?",
     "@database": r"databases?|db|postgres(?:ql)?|mysql|sqlite|dba",
     "@night": r"nightly|overnight|nights?|midnight",
+    "@region": r"regions?|zones?|data\s?cent(?:er|re)s?|dcs?|availability\s+zones?|locations?",
+    "@language": r"languages?|locales?|langs?|translations?|spoken|written\s+in",
+    "@repo": r"repos?|repositor(?:y|ies)|codebases?|monorepos?|projects?",
+    "@queue": r"queues?|topics?|brokers?|message\s+bus|messaging|kafka|rabbitmq|sqs|pubsub",
+    "@storage": r"buckets?|storage|blobs?|s3|disks?|volumes?",
+    "@endpoint": r"endpoints?|urls?|apis?|routes?|webhooks?",
+    "@secret": r"keys?|tokens?|secrets?|passwords?|credentials?|passphrases?",
+    "@tests": r"tests?|test\s+suites?|coverage|specs?",
+    "@docs": r"docs?|documentation|readmes?|wikis?|manuals?|guides?",
+    "@retry": r"retr(?:y|ies)|attempts?|tries",
+    "@timezone": r"time\s?zones?|tz|utc|gmt|local\s+time",
+    "@team": r"teams?|squads?|groups?|departments?|org(?:anisation|anization)?",
     "@export": r"exports?|dumps?|backups?|snapshots?|extracts?",
 }
 _KIND_RES = {
