@@ -23,7 +23,9 @@ was read, with new domains, constraints said as plain statements of a limit, pla
 goals and updates naming their subject in other words, planted over rounds 1-4; both were
 run before any fix, then only HELD_OUT_4's failures were read. HELD_OUT_4_FINAL was run once
 more at the end; its phrasings were written by the same hand as HELD_OUT_4's, so it is held
-out from the fixes, not from the author.
+out from the fixes, not from the author. The third pass of issue 24 read HELD_OUT_3's and
+HELD_OUT_4's failures again; the _FINAL sets stayed unread (bench/fidelity_phrasings.py
+holds the sentence lists that pass was developed and checked with).
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's

@@ -8,6 +8,7 @@ every section is fitted to its token budget with the least informative items goi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +30,7 @@ from app.engine.extractive.updates import (
     replaced_text,
     same_form_values,
     says_change,
+    subject_words,
     supersedes,
     with_replaced,
 )
@@ -90,11 +92,18 @@ class _UserSaid:
         # replaces nothing) unless it names the old value ("Update on the port: 3912, not
         # 8135").
         floor = 0.0 if kind in (ItemKind.RULE, ItemKind.FACT) else NAMES_OLD_VALUE
+        earlier_items = [
+            item
+            for pool in (self.rules, self.facts)
+            for item in pool
+            if self.said_in.get(item, -1) < message
+        ]
+        uses = Counter(w for item in earlier_items for w in subject_words(main_text(item)))
         for pool in (self.rules, self.facts):
             for index, earlier in enumerate(pool):
                 if self.said_in.get(earlier, -1) >= message:
                     continue
-                score = supersedes(text, earlier)
+                score = supersedes(text, earlier, uses)
                 if score and score >= floor and (best is None or score > best[0]):
                     best = (score, pool, index)
         if best is None and kind is ItemKind.FACT and says_change(text):
@@ -162,7 +171,8 @@ def merge(
         # A later request like any other: it may change a value said before.
         said.add(ItemKind.REQUEST, facts.opening.request, 1)
     for item in facts.user_items:
-        if item.in_opening and item.kind is ItemKind.FACT and opening_is_goal:
+        goal_holds_it = item.kind is ItemKind.FACT or item.in_goal_text
+        if item.in_opening and goal_holds_it and opening_is_goal:
             # The Goal quotes the opening request: its facts are there, up to the Goal's
             # budget (a long issue text is cut there, with a note of how much).
             continue

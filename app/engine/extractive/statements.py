@@ -19,6 +19,18 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from app.engine.extractive.sentence_forms import (
+    ASKS_WORK,
+    BINDS,
+    CHOICE,
+    COURTESY_FRAGMENT,
+    FOR_ME,
+    HABIT,
+    MORE_WORK_VERBS,
+    PREFERS,
+    RULED_OUT,
+    act_by_words,
+)
 from app.engine.extractive.text import sentence_lines
 
 
@@ -97,7 +109,9 @@ def _prohibits(text: str) -> bool:
 
 # "No external network access.", "No emojis.", "No more than 5 …": a prohibition by itself.
 _NO_START = re.compile(
-    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea)\w", re.IGNORECASE
+    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea|luck|way|rush|"
+    r"biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)\w",
+    re.IGNORECASE,
 )
 _OBLIGATION = re.compile(
     r"\b(?:must|shall|should|ought\s+to|ha(?:ve|s)\s+to|needs?\s+to|required?|requirements?|"
@@ -140,6 +154,8 @@ _LABELLED = {
     "mission": Act.REQUEST,
     "list": Act.REQUEST,
     "job": Act.REQUEST,
+    "milestone": Act.REQUEST,
+    "priority": Act.REQUEST,
     "preference": Act.PREFERENCE,
     "preferences": Act.PREFERENCE,
     "fact": Act.FACT,
@@ -246,8 +262,15 @@ _WORK_VERBS = (
     r"expose|drop|revert|restore|bump|pin|lint|format|scaffold|sketch|plan|describe|identify|"
     r"determine|figure|trace|inspect|explore|study|learn|understand|websearch|google)\b"
 )
-# Not before a colon: "Update: the port = 80" labels what follows, it asks for no work.
-_WORK_VERB = re.compile(_LEAD + _PLEASE + _WORK_VERBS + r"(?!\s*:)", re.IGNORECASE)
+# Not before a colon: "Update: the port = 80" labels what follows, it asks for no work;
+# not a verb's noun with a duty after it: "Support for Python 3.9 must be preserved".
+_WORK_VERB = re.compile(
+    _LEAD
+    + _PLEASE
+    + _WORK_VERBS
+    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)",
+    re.IGNORECASE,
+)
 # A value set again, said as an imperative ("Change of plan for the port, make it 55"):
 # it states the value, like a fact does, and may replace the earlier one.
 _SETS_VALUE = re.compile(
@@ -296,6 +319,8 @@ _VALUE = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:internal|example|com|org|net|io|dev|local|json|py|ts|js|md|"
     r"yaml|yml|toml|sh|mk|ex|exs|rs|go|java|rb|sql|txt|csv|html|css)\b|"
     r"(?:\B/|\b[\w.-]+/)[\w./-]*|"
+    # A kebab-case name ("acme-exports-eu"), not an English compound ("end-to-end").
+    r"\b[a-z0-9]+(?:-(?!(?:to|of|the|in|and|by|a|on|for|at)-)[a-z0-9]+){2,}\b|"
     r"\b[A-Za-z]+[_]\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b|\b[A-Za-z]+\d+[\w-]*\b|"
     r"\b\d[\d:.,/-]*\d\b|\b\d\b|"
     r"\b[A-Z][A-Z0-9]{2,}\b|(?<=[a-z,=] )[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*|"
@@ -321,7 +346,10 @@ _QUESTION_TO_AGENT = re.compile(
 
 def values_in(text: str) -> tuple[str, ...]:
     """The specific values a text carries (numbers, paths, identifiers, names), in order."""
-    return tuple(match.group(0).strip('`"') for match in _VALUE.finditer(text))
+    found = (match.group(0).strip('`"') for match in _VALUE.finditer(text))
+    # "hey, The supplier's …", "also, Please …": a sentence's first word after a lead-in
+    # keeps its capital; it names nothing.
+    return tuple(v for v in found if v.casefold() not in _NOT_NAMES)
 
 
 def split_aside(text: str) -> tuple[str, str] | None:
@@ -336,8 +364,9 @@ def split_aside(text: str) -> tuple[str, str] | None:
     return found.group(1), rest
 
 
-def classify(sentence: str) -> Act:
-    """What one sentence of user text does."""
+def classify(sentence: str, by_words_too: bool = True) -> Act:
+    """What one sentence of user text does. Its form decides; a sentence of no known form
+    is read by its words (`act_by_words`) unless `by_words_too` is false."""
     text = sentence.strip()
     label = _LABEL.match(text)
     labelled = label is not None and label.group(1).casefold().split()[-1] in _LABELLED
@@ -347,7 +376,7 @@ def classify(sentence: str) -> Act:
         # "Not related, but we need to migrate X", "hey, use tabs": the aside is how the
         # user leads in, the rest is what they say. It decides when it says more than a
         # fact ("Use tabs, not spaces" stays the rule its whole reads as).
-        rest = classify(aside[1])
+        rest = classify(aside[1], by_words_too=False)
         # An aside that binds by itself ("If possible, write the tests with X") keeps
         # the whole's reading.
         binds = _PREFERENCE.search(aside[0]) or _prohibits(aside[0]) or _ALWAYS.search(aside[0])
@@ -356,7 +385,7 @@ def classify(sentence: str) -> Act:
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
         said = _LABELLED.get(label.group(1).casefold().split()[-1])
-        rest = classify(text[label.end() :])
+        rest = classify(text[label.end() :], by_words_too)
         if said is None or (rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT):
             return rest
         return said
@@ -366,9 +395,12 @@ def classify(sentence: str) -> Act:
     short = len(words) <= 2 and not has_value and len(text) < 40 and cjk < 4
     # "keep at it", "go on then": a verb with no object or value says nothing to keep.
     bare = len(words) <= 5 and not has_value and len(_content(text)) <= 1 and cjk < 4
+    if _NO_START.match(text) and not _CHATTER.match(text) and len(words) >= 2:
+        # "no sudo": two words, a prohibition all the same.
+        return Act.RULE
     if _CHATTER.match(text) or short or bare:
         return Act.CHATTER
-    if _prohibits(text) or _NO_START.match(text) or _ALWAYS.search(text):
+    if _prohibits(text) or _ALWAYS.search(text) or RULED_OUT.search(text):
         return Act.RULE
     if _CJK_RULE.search(text):
         return Act.RULE
@@ -376,9 +408,20 @@ def classify(sentence: str) -> Act:
         return Act.PREFERENCE
     if cjk >= 4 and _CJK_REQUEST.match(text):
         return Act.REQUEST
+    if ASKS_WORK.search(text):
+        # "I want it fixed", "test_upload needs fixing": work, though "want" is a liking.
+        return Act.REQUEST
     if _PREFERENCE.search(text) and not _REQUEST_FRAME.match(text):
         return Act.PREFERENCE
+    works = _WORK_VERB.match(text) or MORE_WORK_VERBS.match(text)
+    if PREFERS.search(text) or (
+        not works and (CHOICE.match(text) or COURTESY_FRAGMENT.match(text))
+    ):
+        return Act.PREFERENCE
     if _MANNER_VERB.match(text) or _PRESENTATION.match(text):
+        return Act.RULE
+    if works and HABIT.search(text):
+        # "Run the linter before each commit": work done as a habit binds every turn.
         return Act.RULE
     condition = _CONDITION.match(text)
     if condition and _MANNER_VERB.match(condition.group(1)):
@@ -390,15 +433,20 @@ def classify(sentence: str) -> Act:
         return Act.REQUEST
     if has_value and _SETS_VALUE.search(text):
         return Act.FACT
-    if _REQUEST_FRAME.match(text) or _WORK_VERB.match(text) or _TRAILING_REQUEST.search(text):
+    if _REQUEST_FRAME.match(text) or works or _TRAILING_REQUEST.search(text):
         return Act.REQUEST
-    if _is_obligation(text) or _UNIVERSAL.match(text):
+    # A duty word inside a condition ("If the script requires a file, search the repo")
+    # says when, not what binds: the main clause decides.
+    main_clause = condition.group(1) if condition else text
+    if _is_obligation(text) or _UNIVERSAL.match(text) or BINDS.search(main_clause):
         return Act.RULE
+    if FOR_ME.search(text):
+        return Act.PREFERENCE
     if text.endswith("?") and (_QUESTION_TO_AGENT.match(text) or _PROPOSES_WORK.search(text)):
         return Act.REQUEST
-    if has_value or len(_content(text)) >= 5 or cjk >= 4:
-        return Act.FACT
-    return Act.CHATTER
+    said = Act.FACT if has_value or len(_content(text)) >= 4 or cjk >= 4 else Act.CHATTER
+    by_words = act_by_words(text) if by_words_too else None
+    return Act(by_words) if by_words else said
 
 
 _STRONG = re.compile(
@@ -521,7 +569,13 @@ _STOPWORDS_TEXT = (
     "thing things quick note fyi btw heads anyway reference please what which who whom "
     "whose where when how it's that's what's there's here's"
 )
+_STOPWORDS_TEXT += " hey hi hello ah oh hmm yo ok okay btw but yet though although"
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+_NOT_NAMES_TEXT = (
+    "actually correction update heads also quick turns just anyway sorry hey oh ah ok okay "
+    "please note reminder important however instead"
+)
+_NOT_NAMES = _STOPWORDS | frozenset(_NOT_NAMES_TEXT.split())
 
 
 def _content(text: str) -> set[str]:

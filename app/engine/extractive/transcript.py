@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from app.engine.compaction.marker import DEFAULT_MARKER, SUMMARY_MARKER_PREFIX
@@ -25,6 +25,7 @@ from app.engine.extractive.statements import (
     Statement,
     addressed_statements,
     bounds_the_work,
+    classify,
     statements,
 )
 from app.engine.extractive.text import cap, clean_user_text, one_line, sentence_lines
@@ -64,6 +65,9 @@ class UserItem:
     message: int = 0
     # Said in the opening request: kept in the Goal's own text when it becomes the Goal.
     in_opening: bool = False
+    # A rule of the opening request that the Goal's text keeps as well (one found by its
+    # words alone): not repeated under Constraints when the opening becomes the Goal.
+    in_goal_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +161,10 @@ class _Reader:
         self.unanswered_request = cap(one_line(requests or words), _REQUEST_CHARS)
         for statement in found:
             if _is_rule(statement):
-                self.items.append(self._item(ItemKind.RULE, statement.text, in_opening=True))
+                item = self._item(ItemKind.RULE, statement.text, in_opening=True)
+                if _rule_by_words_only(statement):
+                    item = replace(item, in_goal_text=True)
+                self.items.append(item)
             elif statement.act is Act.FACT:
                 self.items.append(self._item(ItemKind.FACT, statement.text, in_opening=True))
 
@@ -266,11 +273,21 @@ def _is_rule(statement: Statement) -> bool:
     return statement.act is Act.REQUEST and bounds_the_work(statement.text)
 
 
+def _rule_by_words_only(statement: Statement) -> bool:
+    """Whether a rule is one by its words alone (`classify`'s last resort): in the opening
+    request it stays in the Goal's quote of it, not also under Constraints."""
+    rule_like = (Act.RULE, Act.PREFERENCE)
+    return statement.act in rule_like and classify(statement.text, False) not in rule_like
+
+
 def opening_goal_text(words: str, found: list[Statement] | None = None) -> str:
     """The opening request as the Goal shows it (uncapped): `words` without markup-only
     lines, decoration, and lines that only state rules (those are under Constraints)."""
     said = statements(words) if found is None else found
-    rules = {s.text for s in said if s.act in (Act.RULE, Act.PREFERENCE)}
+    # A line read as a rule by its words alone stays in the Goal: the request may be in it.
+    rules = {
+        s.text for s in said if s.act in (Act.RULE, Act.PREFERENCE) and not _rule_by_words_only(s)
+    }
     return _goal_text(words, rules) or words
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 
 from app.engine.extractive.statements import content_words, split_aside, values_in, without_lead
 
@@ -35,7 +36,16 @@ _UPDATE_CUE = re.compile(
     r"i\s+misspoke|my\s+mistake|(?:was|were)\s+wrong|earlier\s+i\s+said|from\s+here\s+on|"
     r"turns?\s+out|turned\s+out|not\s+what\s+i\s+(?:said|wrote|told\s+you)|"
     # "Ignore the 1.24 I gave you", "scrap that number".
-    r"(?:ignore|disregard|forget|scrap)\s+(?:the|that|my)\b)\b",
+    r"(?:ignore|disregard|forget|scrap)\s+(?:the|that|my)\b|"
+    # A change said as when it starts or what it became: "these days", "starting
+    # Monday", "effective today", "we went with", "renamed to", "I meant".
+    r"these\s+days|from\s+(?:today|tomorrow|monday|next\s+\w+)|starting\s+(?:today|"
+    r"tomorrow|now|next\s+\w+|monday|this\s+\w+)|effective\s+(?:today|immediately|now)|"
+    r"(?:we|i)\s+(?:went|have\s+gone|['’]ve\s+gone)\s+(?:with|to)|swapped|migrated\s+to|"
+    r"relocated|renamed|took\s+over|handed\s+over|amended|adjusted|revised|i\s+meant|"
+    r"meant\s+to\s+(?:say|write)|typo|oops|(?:is|are)\s+different\s+now|"
+    r"(?:has|have)\s+been\s+(?:changed|updated|moved|replaced|bumped|raised|lowered)|"
+    r"in\s+place\s+of|replaced\s+by|no\s+more\s+\S+,)\b",
     re.IGNORECASE,
 )
 # Words that say how an update is phrased, not what it is about.
@@ -46,7 +56,8 @@ _UPDATE_WORDS_TEXT = (
     "lower lowered increase increased reduce reduced bump bumped extend extended shorten "
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
-    "plan heads-up got"
+    "plan heads-up got days starting effective went gone swapped renamed relocated "
+    "amended adjusted meant typo oops different"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -73,8 +84,8 @@ def with_replaced(new: str, old: str) -> str:
 # GPU allowance", "larger than 51 KB": all state a limit.
 _LIMIT = re.compile(
     r"\b(?:at\s+(?:most|least)|no\s+(?:more|less|fewer)\s+than|limit\w*|max\w*|min(?:imum)?|"
-    r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|"
-    r"timeout|below|above|inside|(?:larger|bigger|smaller|longer|shorter|more|less|"
+    r"cap(?:ped|s)?|under|within|up\s+to|exceed\w*|ceiling|allowance|quota|target|deadline|budget|"
+    r"timeout|below|above|inside|fits?\s+(?:in|into|within|under)|(?:larger|bigger|smaller|longer|shorter|more|less|"
     r"fewer)\s+than)\b",
     re.IGNORECASE,
 )
@@ -88,16 +99,44 @@ _KINDS_OF_SUBJECT = {
     r"located|where|runs?\s+(?:on|at)",
     "@owner": r"owners?|owns|owned|responsible|maintainers?|maintains|who|approv\w+|on-call",
     "@time": r"when|time|schedule\w*|starts?|kicks?\s+off|cutoff|window|nightly|daily|o['’]clock|"
-    r"(?:after|before|until)\s+\d+",
+    r"(?:after|before|until)\s+\d+|at\s+\d{1,2}[:.]\d{2}|every\s+(?:day|morning|evening|night|week)",
+    "@duration": r"\d+\s*(?:minutes?|mins?|hours?|hrs?|seconds?|secs?|ms)|how\s+long|durations?|"
+    r"run\s*time|time\s+allowed|timeouts?",
     "@folder": r"folders?|director(?:y|ies)|dirs?|paths?|written\s+to|stored|saved|lands?\s+in",
     "@version": r"versions?|releases?|oldest|newest|support(?:ed|s)?|runs?\s+on",
     "@count": r"how\s+many|number\s+of|count|roughly|about|approximately",
     "@size": r"sizes?|larger|bigger|smaller|heavier|kb|mb|gb|bytes|footprint",
     "@branch": r"branch(?:es)?|push(?:es|ed)?|force-push\w*|merg\w+",
     "@release": r"deploy(?:s|ed|ing|ments?)?|releases?|rollouts?|ship(?:s|ping)?",
-    "@money": r"currency|currencies|money|amounts?|prices?|costs?",
+    "@money": r"currency|currencies|money|amounts?|prices?|costs?|spend(?:ing)?|fees?",
     "@source": r"(?:comes?|fetched|pulled|downloaded|installed|sourced|gets?)\s+(?:\w+\s+)?from|"
     r"mirrors?|registr(?:y|ies)",
+    # Near-synonyms of the things software work talks about, a thesaurus's groups.
+    "@memory": r"memory|ram|heap|rss",
+    "@port": r"ports?|listens?|listening|bound\s+to",
+    "@people": r"customers?|accounts?|clients?|users?|tenants?|subscribers?|members?",
+    "@meeting": r"meetings?|standups?|stand-ups?|syncs?|calls?|check-ins?",
+    "@environment": r"sandbox(?:es)?|staging|test\s+environments?|pre-?prod|testing|"
+    r"environments?",
+    "@vendor": r"vendors?|suppliers?|providers?|third[- ]part(?:y|ies)|partners?",
+    "@build": r"ci|builds?|pipelines?|jenkins|runners?",
+    "@image": r"containers?|images?|docker",
+    "@cache": r"cach(?:e|es|ing)|redis|memcached?",
+    "@database": r"databases?|db|postgres(?:ql)?|mysql|sqlite|dba",
+    "@night": r"nightly|overnight|nights?|midnight",
+    "@region": r"regions?|zones?|data\s?cent(?:er|re)s?|dcs?|availability\s+zones?|locations?",
+    "@language": r"languages?|locales?|langs?|translations?|spoken|written\s+in",
+    "@repo": r"repos?|repositor(?:y|ies)|codebases?|monorepos?|projects?",
+    "@queue": r"queues?|topics?|brokers?|message\s+bus|messaging|kafka|rabbitmq|sqs|pubsub",
+    "@storage": r"buckets?|storage|blobs?|s3|disks?|volumes?",
+    "@endpoint": r"endpoints?|urls?|apis?|routes?|webhooks?",
+    "@secret": r"keys?|tokens?|secrets?|passwords?|credentials?|passphrases?",
+    "@tests": r"tests?|test\s+suites?|coverage|specs?",
+    "@docs": r"docs?|documentation|readmes?|wikis?|manuals?|guides?",
+    "@retry": r"retr(?:y|ies)|attempts?|tries",
+    "@timezone": r"time\s?zones?|tz|utc|gmt|local\s+time",
+    "@team": r"teams?|squads?|groups?|departments?|org(?:anisation|anization)?",
+    "@export": r"exports?|dumps?|backups?|snapshots?|extracts?",
 }
 _KIND_RES = {
     kind: re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
@@ -105,14 +144,40 @@ _KIND_RES = {
 }
 
 
-def _subject_words(text: str) -> set[str]:
-    """What a statement is about: its content words, with "limit" for any way of saying one
-    and a mark for each kind of subject it names (`_KINDS_OF_SUBJECT`)."""
+# An aside that names what follows is about it: "About the port: use 8081 instead".
+_NAMES_SUBJECT = re.compile(r"\b(?:about|regarding|re|on|for|concerning|as\s+for)\b", re.I)
+
+
+@functools.lru_cache(maxsize=8192)
+def core(text: str) -> str:
+    """What a statement says without how the user leads into it: no lead-ins ("Also -"), no
+    short aside that names nothing ("hey,", "not related, but"); its first word's capital
+    is then no name ("not related, but Go with …")."""
+    aside = split_aside(text)
+    # Three words at most: "The commit message prefix has changed, it's …" is no aside.
+    short = aside is not None and len(aside[0].split()) <= 3
+    if aside is not None and short and not _NAMES_SUBJECT.search(aside[0]):
+        text = aside[1]
+    return without_lead(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def subject_words(text: str) -> frozenset[str]:
+    """What a statement is about: its content words (a hyphenated word also by its parts:
+    "old-plan" shares "plan"), with "limit" for any way of saying one and a mark for each
+    kind of subject it names (`_KINDS_OF_SUBJECT`)."""
     # Lead-ins ("Separately, …", "Before I forget - …") say nothing about the subject.
-    words = set(content_words(without_lead(text)) - _UPDATE_WORDS)
+    words = set(content_words(core(text)) - _UPDATE_WORDS)
+    words |= {
+        part
+        for word in words
+        if "-" in word
+        for part in content_words(word.replace("-", " "))
+        if part not in _UPDATE_WORDS
+    }
     if _LIMIT.search(text):
         words = {w for w in words if not _LIMIT.fullmatch(w)} | {"limit"}
-    return words | {kind for kind, found in _KIND_RES.items() if found.search(text)}
+    return frozenset(words | {kind for kind, found in _KIND_RES.items() if found.search(text)})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -159,8 +224,8 @@ def _fine_shape(value: str) -> str | None:
 def same_form_values(new: str, old: str) -> bool:
     """Whether `new` brings a value that `old` lacks of a form `old` has (for an update
     that names its subject in words `old` does not use: the form is what is left)."""
-    new_values = set(values_in(without_lead(new)))
-    old_values = set(values_in(without_lead(main_text(old))))
+    new_values = set(values_in(core(new)))
+    old_values = set(values_in(core(main_text(old))))
     fresh = {_fine_shape(v) for v in new_values - old_values} - {None}
     return bool(fresh & {_fine_shape(v) for v in old_values - new_values})
 
@@ -174,19 +239,42 @@ def _kind(value: str) -> str:
 
 def _abbreviated(new_words: set[str], old_words: set[str]) -> set[str]:
     """Words one statement shortens from the other's ("prod" for "production", "config"
-    for "configuration"): four letters at least, so "log" is no "login"."""
+    for "configuration", "doc" for "documentation"): four letters at least, so "log" is no
+    "login", or three of a word of eight letters or more."""
     return {
         short
         for short in new_words | old_words
-        if len(short) >= 4 and not short.startswith("@")
+        if len(short) >= 3 and not short.startswith("@")
         for other in (old_words if short in new_words else new_words)
-        if other != short and other.startswith(short)
+        if other != short and other.startswith(short) and (len(short) >= 4 or len(other) >= 8)
     }
 
 
-def supersedes(new: str, old: str) -> float:
+# Words that set the old value aside when the update names it.
+_DISMISSES = re.compile(
+    r"\b(?:ignore|disregard|forget|scrap|drop|not|instead\s+of|rather\s+than|no\s+longer)\b",
+    re.IGNORECASE,
+)
+
+
+def _names_plainly(new: str, old: str, old_values: set[str]) -> bool:
+    """Whether `new` names, as a plain word, a value `old` gave quoted ("`tenacity`")."""
+    quoted = {v for v in old_values if re.search(rf"[`\"']{re.escape(v)}[`\"']", old)}
+    return any(
+        len(v) >= 4 and re.search(rf"(?<![\w`]){re.escape(v)}(?![\w`])", new, re.IGNORECASE)
+        for v in quoted
+    )
+
+
+def _name_words(values: set[str]) -> set[str]:
+    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{2,}", w)}
+
+
+def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> float:
     """How surely statement `new` changes the value that earlier statement `old` states:
-    0 when it does not, higher for a closer match."""
+    0 when it does not, higher for a closer match. `said_in` counts, per subject word, the
+    earlier statements that use it: a word many of them share (the user's habitual "not
+    related, but", "quick note") tells one from another less than a rare one."""
     # Every way to supersede needs a change word; checked first, it spares the value
     # reading of every (new, old) pair of a long session.
     cue = says_change(new)
@@ -194,20 +282,28 @@ def supersedes(new: str, old: str) -> float:
         return 0.0
     old_main = main_text(old)
     # Values read without the lead-ins: "btw Change of plan …" capitalises no value.
-    new_values = set(values_in(without_lead(new)))
-    old_values = set(values_in(without_lead(old_main)))
+    new_values = set(values_in(core(new)))
+    old_values = set(values_in(core(old_main)))
+    if old_values and _DISMISSES.search(new) and _names_plainly(new, old_main, old_values):
+        # "Ignore the tenacity I gave you; the log library is polars": it names the old
+        # value (quoted when it was given, plain now) and sets it aside.
+        return NAMES_OLD_VALUE
     if not new_values or not old_values:
         return 0.0
     fresh = new_values - old_values
     gone = old_values - new_values
     if not fresh:
         return 0.0
-    new_words = _subject_words(new)
-    old_words = _subject_words(old_main)
+    new_words = set(subject_words(new))
+    # An item that replaced an earlier one names its subject both ways: "the overnight
+    # dump starts = 06:15" after "The nightly export kicks off at 04:45".
+    earlier = replaced_text(old)
+    old_words = set(subject_words(old_main) | (subject_words(earlier) if earlier else frozenset()))
     # A proper name both mention ("the Redis cache", "the Redis host") is what both are
     # about, not a value either changes: it counts as a shared subject word. An acronym
     # ("the API", "CI") is too generic to tell one item by.
-    names = {v.casefold() for v in old_values & new_values if re.fullmatch(r"[A-Z][a-z]{2,}", v)}
+    # By word: "Minimum Postgres is 15" reads "Minimum Postgres" as one name.
+    names = _name_words(old_values) & _name_words(new_values)
     shared = new_words & old_words | names | _abbreviated(new_words, old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
@@ -228,9 +324,12 @@ def supersedes(new: str, old: str) -> float:
         # that needs two replicas" is the replicas rule, not "the Redis host").
         # A kind of subject both name ("the host" / "lives on") is weaker evidence than a
         # word both use: it counts half.
-        kinds = sum(1 for w in shared if w.startswith("@"))
+        counts = said_in or {}
+        # A word shared by one earlier statement weighs 1, by four of them a quarter; kinds
+        # of subject ("@place") weigh half as much.
+        weight = sum((0.5 if w.startswith("@") else 1.0) / max(1, counts.get(w, 1)) for w in shared)
         # A value of the very same form (`.example` for `.example`, not `.internal`) breaks
         # a tie between two items sharing as many words.
         same_form = bool({_fine_shape(v) for v in fresh} & {_fine_shape(v) for v in gone} - {None})
-        return 1.0 + len(shared) - kinds / 2 + coverage / 2 + same_form / 4
+        return 1.0 + weight + coverage / 2 + same_form / 4
     return 0.0

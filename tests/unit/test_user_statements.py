@@ -1,0 +1,222 @@
+"""SPEC §14: what the user says is kept in its section, and a changed value only as current."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_extractive import _said, assistant, section, summarize, user
+
+CONSTRAINTS = "## Constraints & Preferences"
+GOAL = "## Goal"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Pushing straight to `main` is a no-go.",
+        "Anything in vendor/ is off-limits for edits.",
+        "The Makefile is frozen.",
+        "Using eval() is banned in `billing_3`.",
+        "Rebooting prod-eu is my call alone.",
+        "Ping me before touching db7.internal.",
+        "I'll be upset if the staging database gets dropped again.",
+        "Run the linter before each commit.",
+        "Total cloud spend for this experiment has a ceiling of $1200.",
+        "The deploy window closes at 16:30 sharp, nothing ships after that.",
+        "Support for Python 3.9 must be preserved.",
+        "Explanations in plain English, no jargon.",
+        "no sudo",
+        "Schema changes go through me first.",
+        "Edits outside src/ will be reverted.",
+    ],
+)
+def test_a_rule_said_as_a_verdict_habit_or_fragment_is_a_constraint(said: str) -> None:
+    summary = summarize(_said(said))
+    assert said.rstrip(".") in section(summary, CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Tabs over spaces in this repo.",
+        "Terse answers, please.",
+        "Shorter answers are better for me.",
+        "I'm partial to small, focused commits.",
+        "Camel case looks wrong to me in Python.",
+        "Metric units, not imperial.",
+        "Small diffs make me happy.",
+    ],
+)
+def test_a_liking_said_as_a_choice_or_about_oneself_is_a_preference(said: str) -> None:
+    summary = summarize(_said(said))
+    assert said.rstrip(".") in section(summary, CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "test_upload is flaky and I want it fixed.",
+        "An index on orders.created_at is needed.",
+        "Priority one is porting the scheduler to asyncio.",
+        "I want the `nebula_3` parser to handle empty files without crashing.",
+        "Mind adding a --dry-run flag to the sync command?",
+        "Pagination for /orders is next.",
+        "The lambda's cold start is too slow; speed it up.",
+    ],
+)
+def test_work_said_as_a_need_a_priority_or_a_wish_is_in_the_goal(said: str) -> None:
+    summary = summarize(_said(said))
+    goal = section(summary, GOAL)
+    assert said.rstrip(".?") in goal
+    assert said.rstrip(".?") not in section(summary, CONSTRAINTS)
+
+
+def _current(summary: str, value: str) -> list[str]:
+    """Summary lines that present `value` as current (not only in the quote of what an
+    update replaced)."""
+    return [line for line in summary.splitlines() if value in line.split(" (replaces earlier:")[0]]
+
+
+def test_an_update_in_near_synonyms_replaces_the_value_it_changes() -> None:
+    summary = summarize(
+        _said(
+            "The vendor's sandbox is umber5.example.",
+            "Requests to tundra9.example are rate limited to 45 per minute.",
+            "Not related, but it is forbidden to disable TLS verification for raven6.example.",
+            "The supplier's test environment has changed, it's kestrel6.example going forward.",
+        )
+    )
+    assert not _current(summary, "umber5.example")
+    assert _current(summary, "kestrel6.example")
+    # The others are untouched and still current.
+    assert _current(summary, "tundra9.example") and _current(summary, "raven6.example")
+
+
+def test_the_users_habitual_lead_in_ties_no_update_to_an_unrelated_statement() -> None:
+    summary = summarize(
+        _said(
+            "Not related, but standup is at 16:00 every day.",
+            "Not related, but go with plain asserts rather than `hypothesis` matchers.",
+            "hey, the memory limit is 512 MB.",
+            "hey, the daily meeting has changed, it's 20:00 going forward.",
+        )
+    )
+    assert not _current(summary, "16:00")
+    constraints = section(summary, CONSTRAINTS)
+    assert "plain asserts" in constraints and "replaces earlier" not in constraints
+
+
+def test_an_update_that_sets_aside_the_quoted_value_replaces_it() -> None:
+    summary = summarize(
+        _said(
+            "For logging I'd go with `tenacity` over print statements.",
+            "Ignore the tenacity I gave you; the log library is polars.",
+        )
+    )
+    assert not _current(summary, "`tenacity` over print")
+    assert "polars" in section(summary, CONSTRAINTS)
+
+
+def test_a_second_update_finds_the_value_by_either_of_its_wordings() -> None:
+    summary = summarize(
+        _said(
+            "The nightly export kicks off at 04:45 UTC.",
+            "Please hold off on any deploys after 17:45 on Fridays.",
+            "Change of plan for when the overnight dump starts, make it 06:15.",
+            "Update: the nightly export = 07:30.",
+        )
+    )
+    assert not _current(summary, "04:45") and not _current(summary, "06:15")
+    assert _current(summary, "07:30") and _current(summary, "17:45")
+
+
+_BACKGROUND = (
+    "Never run migrations on db-main.internal without asking.",
+    "Keep functions under 50 lines.",
+    "The worker pool has 12 processes.",
+    "Releases go out at 15:00 on Tuesdays.",
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "new_value"),
+    [
+        (
+            "The S3 bucket for exports is acme-exports-eu.",
+            "Exports now land in acme-exports-us instead.",
+            "acme-exports-eu",
+            "acme-exports-us",
+        ),
+        (
+            "Our monthly API budget is $900.",
+            "Finance raised the API spend ceiling to $1400.",
+            "$900",
+            "$1400",
+        ),
+        ("We support Postgres 13 and newer.", "Minimum Postgres is 15 these days.", "13", "15"),
+        (
+            "The message queue is rabbit-2.internal.",
+            "We've gone to kafka-7.internal for messaging these days.",
+            "rabbit-2.internal",
+            "kafka-7.internal",
+        ),
+        (
+            "The cron job runs at 02:00.",
+            "Effective immediately, the cron job fires at 03:30.",
+            "02:00",
+            "03:30",
+        ),
+    ],
+)
+def test_a_change_said_as_when_it_starts_or_what_it_became_replaces_the_old_value(
+    old: str, new: str, old_value: str, new_value: str
+) -> None:
+    summary = summarize(_said(*_BACKGROUND[:2], old, *_BACKGROUND[2:], new))
+    assert not _current(summary, old_value)
+    assert _current(summary, new_value)
+    # Nothing else was taken for the value it changed.
+    for said in _BACKGROUND:
+        assert _current(summary, said.rstrip("."))
+
+
+def test_an_update_opening_the_next_folded_part_still_replaces_the_value() -> None:
+    first = summarize(
+        _said(
+            "Please make sure nothing ever gets written to the `amber6` bucket.",
+            "Keep functions under 4 lines.",
+        )
+    )
+    # The next compaction folds messages that open with the update: it is no new task.
+    later = [
+        user("The write-protected bucket has changed, it's pylon9 going forward."),
+        assistant("Noted."),
+    ]
+    summary = summarize(later, previous=first)
+    assert not _current(summary, "amber6")
+    assert "pylon9" in section(summary, CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "new_value"),
+    [
+        (
+            "The metrics endpoint is served on port 7273.",
+            "The metrics port moved to 9365 as of today.",
+            "7273",
+            "9365",
+        ),
+        (
+            "The whole thing needs to fit in 46 MB of RAM.",
+            "The memory budget has changed, it's 25 going forward.",
+            "46 MB",
+            "25",
+        ),
+    ],
+)
+def test_an_update_is_matched_to_its_subject_not_to_a_limit_of_another_kind(
+    old: str, new: str, old_value: str, new_value: str
+) -> None:
+    summary = summarize(_said("Please keep functions under 4 lines.", old, new))
+    assert not _current(summary, old_value)
+    assert _current(summary, new_value)
+    assert _current(summary, "functions under 4 lines")
