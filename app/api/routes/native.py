@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.responses import Response
 
-from app.api.auth import proxy_tenant
+from app.api.auth import request_proxy_tenant
 from app.api.deps import State, VendorRoutes
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, documented
@@ -50,7 +50,7 @@ _COMPACT_ERRORS = documented(
 )
 
 
-ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+ProxyTenant = Annotated[str, Depends(request_proxy_tenant)]
 
 
 async def forwarded(
