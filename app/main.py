@@ -9,7 +9,7 @@ from fastapi import Depends, FastAPI
 
 from app import __version__
 from app.allowed_hosts import parse_allowed_hosts
-from app.api.auth import current_tenant, metrics_reader
+from app.api.auth import request_metrics_reader, request_tenant
 from app.api.hosts import HostAllowList
 from app.api.limits import BodySizeLimit
 from app.api.mcp import McpRoute, mcp_serving
@@ -88,14 +88,14 @@ def create_app(
     # Public like /openapi.json: the landing page and the API reference.
     app.include_router(landing.router)
     install_offline_docs(app)
-    authenticated = [Depends(current_tenant)]
+    authenticated = [Depends(request_tenant)]
     app.include_router(history.router, dependencies=authenticated)
     app.include_router(sessions.router, dependencies=authenticated)
     app.include_router(recall.router, dependencies=authenticated)
     app.include_router(cost.router, dependencies=authenticated)
     app.include_router(system_prompt.router, dependencies=authenticated)
     # /metrics sums every tenant: with keys on, only the operator's metrics key reads it.
-    app.include_router(metrics.router, dependencies=[Depends(metrics_reader)])
+    app.include_router(metrics.router, dependencies=[Depends(request_metrics_reader)])
     app.include_router(native.router)
     # Proxy routes authenticate with X-Compactor-Key: Authorization belongs to the upstream.
     app.include_router(proxy.router)

@@ -141,4 +141,22 @@ def _tenant_of(keys: dict[str, str], presented: str) -> str:
     return tenant
 
 
-Tenant = Annotated[str, Depends(current_tenant)]
+# The dependencies are coroutines: FastAPI runs a plain function in its thread pool, a
+# hop to another thread and back on every request (each one waiting for a worker and
+# for the GIL: on a busy machine a millisecond or more), for work that never blocks.
+async def request_tenant(request: Request) -> str:
+    """The caller's tenant (`current_tenant`) as a dependency."""
+    return current_tenant(request)
+
+
+async def request_proxy_tenant(request: Request) -> str:
+    """The tenant of a proxied request (`proxy_tenant`) as a dependency."""
+    return proxy_tenant(request)
+
+
+async def request_metrics_reader(request: Request) -> None:
+    """Who may read /metrics (`metrics_reader`) as a dependency."""
+    metrics_reader(request)
+
+
+Tenant = Annotated[str, Depends(request_tenant)]

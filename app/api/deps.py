@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -28,17 +28,23 @@ def get_state(request: Request) -> AppState:
     return state
 
 
-def _shared(name: str) -> Callable[[Request], Any]:
+async def _state(request: Request) -> AppState:
+    return get_state(request)
+
+
+# Coroutines, not plain functions: FastAPI runs those in its thread pool, a hop to
+# another thread and back on every request for work that never blocks.
+def _shared(name: str) -> Callable[[Request], Awaitable[Any]]:
     """A dependency handing out one thing the lifespan built (an `AppState` field)."""
 
-    def dependency(request: Request) -> Any:
+    async def dependency(request: Request) -> Any:
         return getattr(get_state(request), name)
 
     dependency.__name__ = f"get_{name}"
     return dependency
 
 
-State = Annotated[AppState, Depends(get_state)]
+State = Annotated[AppState, Depends(_state)]
 Sessions = Annotated[SessionService, Depends(_shared("sessions"))]
 SystemPrompts = Annotated[SystemPromptService, Depends(_shared("system_prompts"))]
 Stateless = Annotated[StatelessHistory, Depends(_shared("stateless"))]

@@ -236,8 +236,17 @@ def _pg_term(term: SearchTerm, name: str, params: dict[str, Any]) -> str:
     return f"phraseto_tsquery('{PG_CONFIG}'::regconfig, :{name})"
 
 
-def pg_tsquery(query: SearchQuery, params: dict[str, Any]) -> str:
-    """The tsquery expression of `query`, each term a bound parameter."""
+def pg_tsqueries(query: SearchQuery, params: dict[str, Any]) -> tuple[str, str]:
+    """The tsquery expression of `query` that matches, and the one that ranks (the same
+    parameters): without the excluded terms when each of them is one lexeme.
+
+    A matched entry holds no lexeme of an excluded one-lexeme term, so ranking with the
+    query or with its included part gives every entry the same score (`!x` is true over
+    any cover of an entry without `x`), but `ts_rank_cd` reads each match's positions
+    again for the negation: ~2x its time on a broad query with an exclusion
+    (bench/store.py --search). A phrase, or a word PostgreSQL's parser splits, may have
+    its lexemes in a matched entry apart: those are ranked with the whole query, decided
+    in SQL (`numnode` of constants, folded when the query is planned)."""
     counter = iter(range(10_000))
 
     def term(t: SearchTerm) -> str:
@@ -245,23 +254,26 @@ def pg_tsquery(query: SearchQuery, params: dict[str, Any]) -> str:
 
     clauses = ["(" + " || ".join(term(t) for t in c.alternatives) + ")" for c in query.clauses]
     joined = (" && " if query.mode is MatchMode.ALL else " || ").join(clauses)
-    if query.excluded:
-        excluded = " || ".join(term(t) for t in query.excluded)
-        joined = f"({joined}) && !!({excluded})"
-    return joined
+    if not query.excluded:
+        return joined, joined
+    excluded = [term(t) for t in query.excluded]
+    matching = f"({joined}) && !!({' || '.join(excluded)})"
+    one_lexeme_each = " AND ".join(f"numnode({e}) <= 1" for e in excluded)
+    ranking = f"CASE WHEN {one_lexeme_each} THEN ({joined}) ELSE {matching} END"
+    return matching, ranking
 
 
 def _pg_search(
     db: Session, session_id: str, query: SearchQuery, limit: int, max_seq: int | None
 ) -> list[SearchRow]:
     params: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_seq": max_seq}
-    tsquery = pg_tsquery(query, params)
+    tsquery, ranking = pg_tsqueries(query, params)
     below = "AND e.seq < :max_seq" if max_seq is not None else ""
     vector = f"e.{PG_VECTOR_COLUMN}"
     # The query inline (not from a CTE) so the planner sees a constant for the GIN
     # index; the text and role are read for the `limit` best only.
     sql = text(
-        f"WITH hits AS (SELECT e.id, e.seq, ts_rank_cd({vector}, {tsquery}) AS score "
+        f"WITH hits AS (SELECT e.id, e.seq, ts_rank_cd({vector}, {ranking}) AS score "
         "FROM transcript_entries AS e "
         f"WHERE e.session_id = :session_id AND {vector} @@ ({tsquery}) {below} "
         "ORDER BY score DESC, e.seq DESC LIMIT :limit) "

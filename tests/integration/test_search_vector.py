@@ -11,11 +11,15 @@ from pathlib import Path
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.orm import Session
 
+from app.engine.search import parse_query
 from app.main import create_app
 from app.settings import Settings
+from app.store.database import create_db_engine
 from app.store.migrate import downgrade, upgrade
-from app.store.search import PG_INDEX, PG_ROLE_COLUMN, PG_VECTOR_COLUMN
+from app.store.search import PG_INDEX, PG_ROLE_COLUMN, PG_VECTOR_COLUMN, pg_tsqueries
 from app.tokenizers.bpe import TokenizerRegistry
 from tests.conftest import fresh_database
 
@@ -116,3 +120,56 @@ def test_appended_entries_go_straight_into_the_index_not_a_pending_list(
     upgrade(pg_url)
     assert _index_options(pg_url) == ["fastupdate=off"]
     assert PG_ROLE_COLUMN in _columns(pg_url)
+
+
+def test_a_query_with_exclusions_ranks_every_hit_as_the_whole_query_would(
+    pg_url: str, tokenizers: TokenizerRegistry
+) -> None:
+    """Hits of a query with excluded one-lexeme terms are ranked without them (cheaper):
+    every hit, in order, has the score `ts_rank_cd` gives it with the whole query, the
+    best ones first as before; an excluded phrase or a word the parser splits is ranked
+    with the whole query."""
+    settings = Settings(database_url=pg_url, auto_migrate=False)
+    words = ["deploy", "staging", "config", "nginx", "port", "write", "read", "json", "file"]
+    entries = [
+        {
+            "role": "user" if i % 2 else "assistant",
+            "content": " ".join(words[(i * k + k * k) % len(words)] for k in range(1, 2 + (i % 17)))
+            + f" filler {i}",
+        }
+        for i in range(400)
+    ]
+    queries = [
+        "deploy -write",
+        "config* -json",
+        "nginx OR port -read -file",
+        "staging -wri*",
+        'deploy -"read json"',
+        "deploy -read_file",
+        "port -the",
+    ]
+    with TestClient(create_app(settings, tokenizers=tokenizers)) as client:
+        sid = client.post("/sessions", json={}).json()["id"]
+        client.post(f"/sessions/{sid}/messages", json={"messages": entries}).raise_for_status()
+        engine = create_db_engine(pg_url)
+        with Session(engine) as db:
+            for q in queries:
+                params: dict[str, object] = {"sid": sid}
+                matching, _ = pg_tsqueries(parse_query(q), params)
+                whole = db.execute(
+                    text(
+                        f"SELECT seq, ts_rank_cd({PG_VECTOR_COLUMN}, {matching}) AS score "
+                        f"FROM transcript_entries WHERE session_id = :sid "
+                        f"AND {PG_VECTOR_COLUMN} @@ ({matching}) "
+                        "ORDER BY score DESC, seq DESC LIMIT 100"
+                    ),
+                    params,
+                ).all()
+                assert whole, q
+                found = client.get(f"/sessions/{sid}/search", params={"q": q, "limit": 100}).json()[
+                    "hits"
+                ]
+                assert [(h["seq"], h["score"]) for h in found] == [
+                    (seq, pytest.approx(score)) for seq, score in whole
+                ], q
+        engine.dispose()

@@ -71,3 +71,25 @@ def test_a_text_whose_lower_case_is_longer_is_still_marked_in_place() -> None:
     """ "İ" lower-cases to two characters: offsets in the lower-cased text would drift."""
     shown = snippet("İstanbul office: we deployed there", parse_query("deploy"), ENGLISH)
     assert shown == "İstanbul office: we **deployed** there"
+
+
+def test_a_word_is_found_wherever_the_text_is_cut_to_be_lower_cased() -> None:
+    """A long hit is lower-cased a piece at a time (4,096 characters, then twice as many
+    each time): a query word across a cut, or just after one, is found and marked, and a
+    word that only ends with the query's letters is not."""
+    for cut in (4096, 4096 + 8192):
+        for offset in range(cut - 9, cut + 3):
+            for before, marked in ((" ", True), ("x", False)):
+                head = "." * (offset - 1) + before
+                text = f"{head}Deployed here. " + "filler " * 3000
+                assert text.index("Deployed") == offset
+                shown = snippet(text, parse_query("deploy"), ENGLISH)
+                assert ("**Deployed**" in shown) is marked, (offset, before)
+
+
+def test_a_longer_lower_case_far_into_a_long_text_still_marks_in_place() -> None:
+    """An "İ" found only after the first pieces were read: the whole text is read again
+    the way that keeps offsets, and the snippet is the same as for a short text."""
+    text = "alpha once here. " + "filler " * 2000 + "İstanbul: alpha and beta together."
+    shown = snippet(text, parse_query("alpha beta"), ENGLISH)
+    assert "**alpha** and **beta** together" in shown

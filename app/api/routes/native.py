@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Depends, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.responses import Response
 
-from app.api.auth import proxy_tenant
+from app.api.auth import request_proxy_tenant
 from app.api.deps import State, VendorRoutes
 from app.api.disconnect import run_until_disconnect
 from app.api.problems import ApiError, documented
@@ -45,7 +45,7 @@ _ERRORS = documented(*_REQUEST_ERRORS)
 _COMPACT_ERRORS = documented(*_REQUEST_ERRORS, SummarizerError)
 
 
-ProxyTenant = Annotated[str, Depends(proxy_tenant)]
+ProxyTenant = Annotated[str, Depends(request_proxy_tenant)]
 
 
 async def forwarded(
