@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -52,36 +50,9 @@ def create_db_engine(url: str, *, sqlite_synchronous: SqliteSynchronous = "FULL"
         # transaction starts with BEGIN IMMEDIATE and writers queue instead of deadlocking.
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
-    engine = create_engine(normalized, pool_size=10, max_overflow=10, hide_parameters=True)
-    _ping_when_idle(engine)
-    return engine
-
-
-# A pooled PostgreSQL connection unused for this long is pinged before it is handed out.
-PING_AFTER_IDLE_SECONDS = 1.0
-
-
-def _ping_when_idle(engine: Engine) -> None:
-    """Checks a pooled connection before use only when it sat idle: a restart, failover
-    or an idle timeout on the way kills connections nobody is using, and one in use a
-    moment ago is alive. `pool_pre_ping` pinged on every checkout, one round trip of the
-    four a one-query request makes (py-spy of `GET /sessions/{id}`: 17% of its time).
-    A connection that fails its ping is replaced (the pool retries with a new one)."""
-
-    def checked_in(_dbapi_connection: Any, record: Any) -> None:
-        record.info["idle_since"] = time.monotonic()
-
-    def checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        idle_since = record.info.pop("idle_since", None)
-        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
-            return
-        try:
-            engine.dialect.do_ping(dbapi_connection)
-        except engine.dialect.loaded_dbapi.Error as exc:
-            raise DisconnectionError("a pooled connection failed its ping") from exc
-
-    event.listen(engine, "checkin", checked_in)
-    event.listen(engine, "checkout", checked_out)
+    return create_engine(
+        normalized, pool_pre_ping=True, pool_size=10, max_overflow=10, hide_parameters=True
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, synchronous: SqliteSynchronous) -> None:
