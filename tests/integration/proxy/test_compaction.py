@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from app.engine.compaction.marker import SUMMARY_MARKER_PREFIX
+from app.settings import Settings
 from tests.integration.fake_providers import DEFAULT_SUMMARY, OpenAIFake, Reply
 from tests.integration.fake_upstreams import (
     Answer,
@@ -152,13 +153,12 @@ def test_max_tokens_raise_the_reserve(
     assert is_summary(sent["messages"][0]) and sent["messages"][-1] == history[-1]
 
 
-def test_the_models_configured_reserve_decides_the_proxys_threshold(
+def small_reserve_settings(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
-) -> None:
-    """A 40,000-token window with a 4,000-token reserve (COMPACTOR_CONFIG): the threshold
-    is 34,000, not the 7,232 of the default 32,768-token reserve the proxy once put in its
-    place; a request's larger output budget still raises it."""
-    settings = proxy_settings(
+) -> Settings:
+    """gpt-4o with a 40,000-token window and a 4,000-token reserve (COMPACTOR_CONFIG):
+    threshold 34,000; inline compaction only."""
+    return proxy_settings(
         tmp_path,
         upstream,
         prepare_ahead_ratio="off",
@@ -168,9 +168,24 @@ def test_the_models_configured_reserve_decides_the_proxys_threshold(
         summarizer_api_key="sk-summarizer",
         models={"gpt-4o": {"context_window": 40_000, "reserve_tokens": 4_000}},
     )
+
+
+def small_reserve_history() -> list[dict[str, Any]]:
+    """24 exchanges, between 10,000 and 34,000 tokens."""
     history: list[dict[str, Any]] = []
     for i in range(24):
         history += [user_turn(i, 200), {"role": "assistant", "content": f"ok {i}"}]
+    return history
+
+
+def test_the_models_configured_reserve_decides_the_proxys_threshold(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    """A 40,000-token window with a 4,000-token reserve (COMPACTOR_CONFIG): the threshold
+    is 34,000, not the 7,232 of the default 32,768-token reserve the proxy once put in its
+    place; a request's larger output budget still raises it."""
+    settings = small_reserve_settings(tmp_path, upstream, summarizer)
+    history = small_reserve_history()
     history.append({"role": "user", "content": "go on"})
     with live_service(settings) as url:
         client = openai_client(url)
@@ -193,19 +208,8 @@ def test_a_bound_requests_output_budget_raises_its_sessions_reserve(
     """Session-bound, as stateless: the session's reserve (the model's 4,000) is raised by
     the request's `max_tokens` — a context under the session's 34,000-token threshold that
     would leave no room for 30,000 tokens of output is compacted before it is forwarded."""
-    settings = proxy_settings(
-        tmp_path,
-        upstream,
-        prepare_ahead_ratio="off",
-        summarizer="openai",
-        summarizer_base_url=f"{summarizer.base_url}/v1",
-        summarizer_model="gpt-4o-mini",
-        summarizer_api_key="sk-summarizer",
-        models={"gpt-4o": {"context_window": 40_000, "reserve_tokens": 4_000}},
-    )
-    history: list[dict[str, Any]] = []
-    for i in range(24):
-        history += [user_turn(i, 200), {"role": "assistant", "content": f"ok {i}"}]
+    settings = small_reserve_settings(tmp_path, upstream, summarizer)
+    history = small_reserve_history()
     with live_service(settings) as url:
         created = httpx.post(f"{url}/sessions", json={"model": "gpt-4o"})
         assert created.status_code == 201, created.text
