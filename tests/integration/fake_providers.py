@@ -201,9 +201,21 @@ class AnthropicFake(FakeProvider):
 
 def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def handle(self) -> None:
+            self.took_request = False
+            super().handle()
+            if not self.took_request:
+                # The client closed the connection before its request was complete: on a
+                # loaded machine a short deadline can pass while connecting or sending,
+                # and that is the call dropped as surely as a hang-up during the reply.
+                fake.client_hung_up.set()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
+            if len(raw) < length:
+                return  # cut off mid-body: `handle` records the hang-up
+            self.took_request = True
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = fake._take(self.path, headers, raw)
             self.close_connection = True
