@@ -247,8 +247,10 @@ class Settings(BaseSettings):
     """The soft threshold (SPEC §16), a share of the threshold: past it, the proxy's
     stateless requests and every session have the summary their next compaction needs
     prepared in the background, so the turn that crosses the threshold waits for no
-    summarizer. `off`: every compaction summarizes inline. With it on, a model's
-    `prepare_ahead_ratio` overrides it."""
+    summarizer. It is the earliest start: once a conversation's pace is known (its own
+    prepared summary's time, its growth and time between turns), the summary starts
+    when the threshold is a summary's time plus one turn away. `off`: every compaction
+    summarizes inline. With it on, a model's `prepare_ahead_ratio` overrides it."""
     prepare_ahead_wait_seconds: float = Field(default=60.0, ge=0)
     """Over the threshold with the prepared summary not ready and the request too large
     for the model's window: how long the turn waits for it before compacting inline."""

@@ -37,6 +37,8 @@ class SummarizerInfo:
     context_window: int | None = None
     max_output_tokens: int | None = None
     thinking_levels: tuple[ThinkingLevel, ...] = ()
+    # Made in this process in milliseconds (extractive): a turn loses nothing waiting for it.
+    local: bool = False
 
 
 @dataclass(frozen=True, slots=True)

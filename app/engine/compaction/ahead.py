@@ -51,3 +51,22 @@ def kept_ahead(keep: int, tokens: int, threshold: int, overshoot: int) -> int:
     least one token: the cut point still keeps the newest turn whole)."""
     growth = max(0, threshold - tokens) + overshoot
     return max(1, min(keep, keep - growth))
+
+
+def crossing_within_lead(
+    distance: int, growth_per_turn: float, seconds_per_turn: float, summary_seconds: float
+) -> bool:
+    """True when a summary started now should start now: the threshold, `distance`
+    tokens away, is expected within the time a summary takes plus one turn (the next
+    chance to start one). A history that grows `growth_per_turn` tokens every
+    `seconds_per_turn` seconds covers `growth_per_turn * (summary_seconds /
+    seconds_per_turn + 1)` tokens in that time.
+
+    Started sooner, the summary is ready long before the crossing, and what arrived in
+    between is kept verbatim after the cut: the compaction leaves more behind than the
+    inline one would, and the next threshold comes sooner (one more summary per long
+    session on the real transcripts at a fixed soft threshold of 0.8)."""
+    if distance <= 0 or growth_per_turn <= 0 or seconds_per_turn <= 0:
+        return True
+    lead = growth_per_turn * (summary_seconds / seconds_per_turn + 1)
+    return distance <= lead

@@ -34,6 +34,7 @@ _INFO = SummarizerInfo(
     context_window=None,
     max_output_tokens=None,
     thinking_levels=(),
+    local=True,
 )
 
 

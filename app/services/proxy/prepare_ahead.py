@@ -1,7 +1,9 @@
 """Summaries prepared ahead (SPEC §16) for the proxy's stateless callers: past a soft
-threshold (`prepare_ahead_ratio` of the threshold) the summary the next compaction
-needs is made in the background and stored in the summary cache, keyed by the prefix it
-summarizes; the turn that crosses the threshold finds it there and waits for nothing.
+threshold (`prepare_ahead_ratio` of the threshold), once the threshold is a summary's
+time plus one turn away (`services.ahead_pace`; at once before the conversation's first
+prepared summary), the summary the next compaction needs is made in the background and
+stored in the summary cache, keyed by the prefix it summarizes; the turn that crosses
+the threshold finds it there and waits for nothing.
 
 Not ready yet when the threshold is crossed: a history that still fits the model's
 window goes on uncompacted (`pending`); one that does not waits for the background
@@ -30,6 +32,7 @@ import anyio
 
 from app.engine.errors import IneffectiveCompactionError
 from app.json_logging import log_event
+from app.services.ahead_pace import AheadPace
 from app.services.background import CancelledOnExit
 from app.services.compaction import CompactionService
 from app.services.compaction_log import log_prepared_summary
@@ -186,6 +189,8 @@ class AheadJob:
     history: HistoryInput
     inline: int
     hit: CachedSummary | None
+    # The conversation as its pace knows it (`PrepareAhead.pace_key`; None: unnamed).
+    pace_key: tuple[Any, ...] | None = None
 
 
 class PrepareAhead:
@@ -202,6 +207,7 @@ class PrepareAhead:
         observer: PrepareObserver | None = None,
         ledger: CostLedger | None = None,
         leases: AheadLeases | None = None,
+        pace: AheadPace | None = None,
     ) -> None:
         self.policy = policy
         self.background = background
@@ -223,11 +229,23 @@ class PrepareAhead:
         # Per conversation: the summary its latest compacted turn was forwarded with (its
         # prefix hash, and it), which stays in use until a turn needs the prepared one.
         self._in_use: _Lru = _Lru()
+        # When, past the soft threshold, a summary is started (services.ahead_pace): by
+        # conversation, keyed by `pace_key`.
+        self.pace = pace or AheadPace()
 
     @staticmethod
     def conversation_key(tenant: str, scope: str, prefixes: PrefixHashes) -> tuple[str, ...]:
         """A conversation of a stateless caller: its scope and its first message."""
         return tenant, scope, prefixes.at(min(1, len(prefixes)))
+
+    @staticmethod
+    def pace_key(tenant: str, api: str, full: CountedHistory) -> tuple[Any, ...] | None:
+        """A stateless caller's conversation as cheaply as every turn can name it: its
+        API, model and first message after the inline system ones (None: it has none)."""
+        digests, inline = full.message_digests, full.inline_system_count
+        if len(digests) <= inline:
+            return None
+        return tenant, api, full.choice.model.name, digests[inline]
 
     def past_soft_threshold(self, counted: CountedHistory) -> bool:
         """True when `counted` is past the soft threshold (never under it)."""
@@ -391,13 +409,16 @@ class PrepareAhead:
             self.observer.prepared_wasted()
         self._elsewhere.pop(key, None)
         self.observer.prepared_summary("stored")
+        seconds = time.perf_counter() - started
+        if job.pace_key is not None:
+            self.pace.summary_took(job.pace_key, seconds)
         info = self.compaction.summarizer.info
         log_prepared_summary(
             counted,
             subject={"api": job.api, "tenant": job.tenant},
             tokens_after=outcome.tokens_after,
             summarizer=f"{info.provider}/{info.model}",
-            duration_ms=(time.perf_counter() - started) * 1000,
+            duration_ms=seconds * 1000,
             summarized_messages=summary.prefix_len,
         )
         return True

@@ -139,9 +139,14 @@ class TransparentCompactor:
         report.model_known = counted.model_known
         report.window_source = window_source(counted)
         overflow = trigger == "overflow"
+        pace_key = None
+        if self.ahead is not None and not overflow:
+            pace_key = self.ahead.pace_key(call.tenant, api.name, counted)
+            if pace_key is not None:
+                self.ahead.pace.observe(pace_key, counted.estimate.tokens)
         if not overflow and not counted.should_compact:
             await self.memos.remember_under_threshold(api.name, call.raw, counted.estimate.tokens)
-            if self.ahead is not None and self.ahead.past_soft_threshold(counted):
+            if self._ahead_due(pace_key, counted):
                 await self._prepare_under_threshold(call, wanted, counted)
             return None
         history = list(wanted.messages)
@@ -177,7 +182,7 @@ class TransparentCompactor:
                 self._log_cached(
                     call, before, counted.estimate.tokens, hit, started, trigger, report.prepared
                 )
-                if self.ahead is not None and self.ahead.past_soft_threshold(counted):
+                if self._ahead_due(pace_key, counted):
                     await self._prepare_ahead(call, wanted, conversation, history, before, hit)
                 return forwarded
         if not overflow and self.ahead is not None and defer:
@@ -376,6 +381,16 @@ class TransparentCompactor:
 
     # --- Prepared ahead (SPEC §16; the policy and the background work: prepare_ahead) ---
 
+    def _ahead_due(self, pace_key: tuple[Any, ...] | None, counted: CountedHistory) -> bool:
+        """True when the summary the threshold will need should start now: `counted` (what
+        goes upstream) is past the soft threshold and the threshold is near enough for
+        the conversation's pace (services.ahead_pace)."""
+        if self.ahead is None or not self.ahead.past_soft_threshold(counted):
+            return False
+        if pace_key is None:
+            return True
+        return self.ahead.pace.in_time(pace_key, counted.threshold - counted.estimate.tokens)
+
     async def _prepare_under_threshold(
         self, call: ProxyCall, wanted: HistoryInput, counted: CountedHistory
     ) -> None:
@@ -411,6 +426,7 @@ class TransparentCompactor:
             history=replace(wanted, messages=list(wanted.messages)),
             inline=inline,
             hit=hit,
+            pace_key=self.ahead.pace_key(call.tenant, call.api.name, full),
         )
         return await self.ahead.start(self._ahead_key(conversation), job, needed=needed)
 

@@ -304,13 +304,16 @@ class SessionCompactor:
 
     # --- Prepared ahead (SPEC §16; what is kept and when: sessions.prepare_ahead) ---
 
-    def _start_ahead(self, view: ContextView) -> None:
+    def _start_ahead(self, view: ContextView, *, crossing: bool = False) -> bool:
         """Starts preparing the session's next compaction in the background when its
-        context is past the soft threshold (and under the threshold)."""
+        context is past the soft threshold (and under the threshold, unless this is the
+        `crossing` turn); True when it started."""
         ahead = self.ahead
         context, counted = view.context, view.counted
-        if ahead is None or counted.should_compact or not ahead.due(context, counted):
-            return
+        if ahead is None or (counted.should_compact and not crossing):
+            return False
+        if not ahead.due(context, counted):
+            return False
         latest = context.latest
         base = latest.ordinal if latest is not None else 0
 
@@ -324,19 +327,21 @@ class SessionCompactor:
             if outcome is None:
                 ahead.observer.prepared_summary("nothing_to_compact")
                 return True
-            ahead.keep(PreparedCompaction(base, context.session.settings, context, outcome))
+            seconds = time.perf_counter() - started
+            prepared = PreparedCompaction(base, context.session.settings, context, outcome)
+            ahead.keep(prepared, seconds)
             info = self.compaction.summarizer.info
             log_prepared_summary(
                 outcome.counted,
                 subject={"session_id": context.session.id},
                 tokens_after=outcome.tokens_after,
                 summarizer=f"{info.provider}/{info.model}",
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=seconds * 1000,
                 summarized_messages=outcome.plan.cut_index if outcome.plan else None,
             )
             return True
 
-        ahead.start(context, work)
+        return ahead.start(context, work)
 
     async def _compact_ahead(
         self, context: SessionContext, counted: CountedHistory
@@ -389,8 +394,31 @@ class SessionCompactor:
             if result is not None:
                 return replace(result, prepared=prepared)
             ahead.give_back(kept)
+        elif prepared is Prepared.READY and self._started_at_crossing(view):
+            return CompactResult(
+                compacted=False,
+                record=None,
+                view=view,
+                reason="the compaction prepared ahead started at the threshold; the context "
+                "still fits",
+                prepared=Prepared.PENDING,
+            )
         result = await self._compact_due(view, caller_gone)
         return replace(result, prepared=prepared) if prepared is Prepared.WAITED else result
+
+    def _started_at_crossing(self, view: ContextView) -> bool:
+        """True when the pace had held back the start of this session's compaction
+        expecting the threshold later, and this crossing turn started it instead: the
+        context still fits the model's window, so it goes on as if the compaction had been
+        running (`pending`) rather than waiting for an inline one. Not with a summarizer
+        of this process (extractive): the inline compaction takes milliseconds, and the
+        turn gets its context compacted."""
+        ahead = self.ahead
+        if ahead is None or self.compaction.summarizer.info.local:
+            return False
+        if not ahead.held_back(view.context) or not _fits_window(view):
+            return False
+        return self._start_ahead(view, crossing=True)
 
     async def _record_prepared(
         self, view: ContextView, kept: PreparedCompaction

@@ -2,14 +2,17 @@
 `services.proxy.prepare_ahead` does for stateless callers.
 
 Past the soft threshold (`prepare_ahead_ratio` of the threshold: the session's own
-setting, else its model's policy, else the service's; a session's `off`: never) the
-compaction the session will need is run in the background — summarizer call included —
-and kept, not recorded. The turn that crosses the threshold records it at once, without a summarizer
-call, if it was built on the session's latest compaction and its settings and still
-brings the context under the threshold (the history only grew past the cut it chose).
+setting, else its model's policy, else the service's; a session's `off`: never), once
+the threshold is a summary's time plus one turn away (`services.ahead_pace`; at once
+before the session's first prepared compaction), the compaction the session will need
+is run in the background — summarizer call included — and kept, not recorded. The turn
+that crosses the threshold records it at once, without a summarizer call, if it was
+built on the session's latest compaction and its settings and still brings the context
+under the threshold (the history only grew past the cut it chose).
 Not ready yet: a context that still fits the model's window goes on uncompacted
 (`pending`) and a later turn uses the summary; one that does not waits for it, bounded
-(`waited`), then compacts inline.
+(`waited`), then compacts inline. A crossing turn whose start the pace held back (the
+threshold came sooner than expected) starts it then and goes on the same way.
 
 Prepared compactions live in this process (one per session, the newest): another
 replica that takes the session's turn compacts inline, as without prepare-ahead. The
@@ -27,6 +30,7 @@ from typing import Any, Protocol
 
 from app.engine.compaction import ahead as ahead_cut
 from app.engine.compaction.ahead import turn_sizes
+from app.services.ahead_pace import AheadPace
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
 from app.services.sessions.context import SessionContext
@@ -96,11 +100,18 @@ class SessionPrepareAhead:
         wait_seconds: float,
         background: BackgroundWork,
         observer: PreparedObserver | None = None,
+        pace: AheadPace | None = None,
     ) -> None:
         self.ratio = ratio
         self.wait_seconds = wait_seconds
         self.background = background
         self.observer: PreparedObserver = observer or _Unobserved()
+        # When, past the soft threshold, a compaction is started (services.ahead_pace).
+        self.pace = pace or AheadPace()
+        # Sessions (by base record) whose start the pace held back past the soft
+        # threshold: their crossing turn starts it and goes on uncompacted, as one whose
+        # compaction is still running does, instead of compacting inline.
+        self._held_back: OrderedDict[tuple[str, str, int], None] = OrderedDict()
         self._prepared: OrderedDict[tuple[str, str], PreparedCompaction] = OrderedDict()
 
     @staticmethod
@@ -128,15 +139,32 @@ class SessionPrepareAhead:
         return math.floor(ratio * counted.threshold) if ratio is not None else None
 
     def due(self, context: SessionContext, counted: CountedHistory) -> bool:
-        """True when a compaction should be prepared now: past the soft threshold, none
-        running for the session, none kept for its latest record and settings."""
+        """True when a compaction should be prepared now: past the soft threshold and
+        the threshold expected before a summary started later would be ready
+        (`AheadPace`), none running for the session, none kept for its latest record and
+        settings. Every call is one of the session's turns for the pace."""
+        tokens = counted.estimate.tokens
+        self.pace.observe(self.key(context), tokens)
         soft = self.soft_threshold(context, counted)
-        if soft is None or counted.estimate.tokens <= soft:
+        if soft is None or tokens <= soft:
             return False
         if self.background.running(self.work_key(context)):
             return False
         kept = self._prepared.get(self.key(context))
-        return kept is None or not self._matches(kept, context)
+        if kept is not None and self._matches(kept, context):
+            return False
+        if self.pace.in_time(self.key(context), counted.threshold - tokens):
+            self._held_back.pop(self.work_key(context), None)
+            return True
+        self._held_back[self.work_key(context)] = None
+        while len(self._held_back) > _REMEMBERED:
+            self._held_back.popitem(last=False)
+        return False
+
+    def held_back(self, context: SessionContext) -> bool:
+        """True when the pace held back the start of this session's compaction (on its
+        latest record) past the soft threshold."""
+        return self.work_key(context) in self._held_back
 
     def start(self, context: SessionContext, work: Callable[[], Awaitable[bool]]) -> bool:
         started = self.background.start(self.work_key(context), work)
@@ -144,9 +172,11 @@ class SessionPrepareAhead:
             self.observer.prepared_summary("started")
         return started
 
-    def keep(self, prepared: PreparedCompaction) -> None:
-        """Keeps `prepared` as the session's; one kept before and never used is wasted."""
+    def keep(self, prepared: PreparedCompaction, seconds: float) -> None:
+        """Keeps `prepared` (made in `seconds`) as the session's; one kept before and
+        never used is wasted."""
         key = self.key(prepared.context)
+        self.pace.summary_took(key, seconds)
         if key in self._prepared:
             self.observer.prepared_wasted()
         self._prepared[key] = prepared

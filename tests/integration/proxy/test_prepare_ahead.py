@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.services import ahead_pace
 from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
@@ -176,12 +177,16 @@ def test_a_failed_background_summary_is_retried_once_and_never_fails_a_turn(
 
 
 def test_a_prepared_summary_waits_for_the_turn_that_crosses_the_threshold(
-    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, monkeypatch: Any
 ) -> None:
     """After the first compaction a stateless caller's history is forwarded with the
     summary in use; the next one, prepared past the soft threshold, replaces it only on
     the turn that would cross the threshold with it — not at once, which would compact at
     the soft threshold each time (more summaries, shorter kept tails)."""
+    # A clock that stands still: the conversation's pace is never known, so the second
+    # summary too starts at the soft threshold, turns before it is needed (what a
+    # conversation whose summaries take longer than its turns does).
+    monkeypatch.setattr(ahead_pace, "_default_clock", lambda: 1_000.0)
     with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         client = openai_client(url)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]

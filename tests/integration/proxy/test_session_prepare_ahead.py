@@ -9,6 +9,7 @@ see which turn called it and what each turn got, never how long anything took.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.services import ahead_pace
 from tests.integration.fake_providers import OpenAIFake, Reply
 from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
@@ -275,3 +277,54 @@ def test_a_compaction_prepared_before_the_ratio_changed_still_applies(
         assert crossed is not None
         assert crossed.headers["x-compactor-prepared"] == "ready"
         assert len(summarizer.received) == 1
+
+
+class _Clock:
+    """The paces' clock: the test moves it on, ten seconds an agent's turn."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_once_its_pace_is_known_a_session_prepares_just_before_the_threshold(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, monkeypatch: Any
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(ahead_pace, "_default_clock", clock)
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        sid = _session(url)
+        client = openai_client(url, **{"X-Compactor-Session": sid})
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        tokens_by_turn: list[int] = []
+        started_on: list[int] = []  # the turns that started a background compaction
+        for turn in range(80):
+            history.append(user_turn(turn))
+            clock.now += 10
+            started, calls = _started(url), len(summarizer.received)
+            raw = _turn(client, history)
+            tokens_by_turn.append(int(raw.headers["x-compactor-tokens-before"]))
+            if tokens_by_turn[-1] > THRESHOLD:
+                # No crossing turn waits for a summary: ready, or started now (pending).
+                assert len(summarizer.received) == calls
+                assert raw.headers["x-compactor-prepared"] in ("ready", "pending")
+            if _started(url) > started:
+                started_on.append(turn)
+                until_stored(url, len(started_on))
+            if len(_compactions(url, sid)) == 2:
+                break
+        assert len(_compactions(url, sid)) == 2, tokens_by_turn
+        assert len(started_on) == len(summarizer.received) == 2
+        growth = max(b - a for a, b in itertools.pairwise(tokens_by_turn) if b > a)
+        # The first: nothing known of the session's pace, the soft threshold started it.
+        first = started_on[0]
+        assert tokens_by_turn[first] > SOFT >= tokens_by_turn[first - 1]
+        # The second: a summary takes a fraction of a turn here, so it was held back past
+        # the soft threshold until the threshold was a turn away (or crossed).
+        second = started_on[1]
+        crossed = next(t for t, tokens in enumerate(tokens_by_turn) if tokens > THRESHOLD)
+        past_soft = next(t for t in range(crossed + 1, second + 1) if tokens_by_turn[t] > SOFT)
+        assert second > past_soft, tokens_by_turn
+        assert tokens_by_turn[second] >= THRESHOLD - growth, tokens_by_turn
