@@ -148,7 +148,7 @@ class Metrics:
     def overflow_retry(self, api: str, outcome: str) -> None:
         self.proxy_overflow_retries.labels(api, outcome).inc()
 
-    # The PrepareObserver protocol of app.services.proxy.prepare_ahead:
+    # The PrepareObserver protocol of app.services.prepared_observer:
 
     def prepared_summary(self, outcome: str) -> None:
         self.prepared_summaries.labels(outcome).inc()

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -39,6 +39,7 @@ from app.services.compaction_log import log_prepared_summary
 from app.services.cost_ledger import CostLedger
 from app.services.estimation import CountedHistory, EstimationService
 from app.services.history import CompactOptions, HistoryInput
+from app.services.prepared_observer import NullPrepareObserver, PrepareObserver
 from app.services.proxy.ahead_leases import AheadLeases, Taken
 from app.services.proxy.cached_conversation import (
     CachedConversation,
@@ -77,22 +78,6 @@ class Prepared(StrEnum):
     READY = "ready"
     PENDING = "pending"
     WAITED = "waited"
-
-
-class PrepareObserver(Protocol):
-    """Told about background summaries (metrics live behind this port)."""
-
-    def prepared_summary(self, outcome: str) -> None: ...
-
-    def prepared_wasted(self) -> None: ...
-
-
-class NullPrepareObserver:
-    def prepared_summary(self, outcome: str) -> None:
-        return None
-
-    def prepared_wasted(self) -> None:
-        return None
 
 
 @dataclass(frozen=True, slots=True)

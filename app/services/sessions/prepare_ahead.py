@@ -33,6 +33,7 @@ from app.engine.compaction.ahead import turn_sizes
 from app.services.ahead_pace import AheadPace
 from app.services.compaction import CompactionOutcome
 from app.services.estimation import CountedHistory
+from app.services.prepared_observer import NullPrepareObserver, PrepareObserver
 from app.services.sessions.context import SessionContext
 from app.store.views import SessionSettings
 
@@ -64,22 +65,6 @@ class BackgroundWork(Protocol):
     async def wait(self, key: Any, seconds: float) -> bool: ...
 
 
-class PreparedObserver(Protocol):
-    """Told about prepared compactions (metrics live behind this port)."""
-
-    def prepared_summary(self, outcome: str) -> None: ...
-
-    def prepared_wasted(self) -> None: ...
-
-
-class _Unobserved:
-    def prepared_summary(self, outcome: str) -> None:
-        return None
-
-    def prepared_wasted(self) -> None:
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class PreparedCompaction:
     """A compaction of `context` made ahead of the threshold, not recorded yet."""
@@ -99,13 +84,13 @@ class SessionPrepareAhead:
         ratio: float,
         wait_seconds: float,
         background: BackgroundWork,
-        observer: PreparedObserver | None = None,
+        observer: PrepareObserver | None = None,
         pace: AheadPace | None = None,
     ) -> None:
         self.ratio = ratio
         self.wait_seconds = wait_seconds
         self.background = background
-        self.observer: PreparedObserver = observer or _Unobserved()
+        self.observer: PrepareObserver = observer or NullPrepareObserver()
         # When, past the soft threshold, a compaction is started (services.ahead_pace).
         self.pace = pace or AheadPace()
         # Sessions (by base record) whose start the pace held back past the soft
