@@ -14,6 +14,7 @@ from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.proxy.conftest import proxy_settings
 
 STORED = 'compactor_prepared_summaries_total{outcome="stored"}'
+STARTED = 'compactor_prepared_summaries_total{outcome="started"}'
 
 
 def user_turn(i: int, words: int = 100) -> dict[str, Any]:
@@ -35,12 +36,32 @@ def ahead_settings(
     )
 
 
-def stored(url: str) -> float:
-    """How many prepared summaries (or compactions) the service has kept."""
+def _counted(url: str, metric: str) -> float:
     for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(STORED):
+        if line.startswith(metric):
             return float(line.split()[-1])
     return 0.0
+
+
+def stored(url: str) -> float:
+    """How many prepared summaries (or compactions) the service has kept."""
+    return _counted(url, STORED)
+
+
+def started(url: str) -> float:
+    """How many background summaries (or compactions) the service has started."""
+    return _counted(url, STARTED)
+
+
+class TurnClock:
+    """The clock of the paces the service builds (`app.services.ahead_pace`), moved on by
+    the test: an agent's turn takes as long as the test says, whatever the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def until_stored(url: str, count: float) -> None:

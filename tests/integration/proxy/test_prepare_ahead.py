@@ -9,6 +9,7 @@ tests see is which turn called it and what each turn got, never how long anythin
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,9 @@ from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import openai_client
 from tests.integration.proxy.prepare_ahead_helpers import (
+    TurnClock,
     ahead_settings,
+    started,
     stored,
     until_stored,
     user_turn,
@@ -212,3 +215,43 @@ def test_a_prepared_summary_waits_for_the_turn_that_crosses_the_threshold(
         # The crossing turn used it, and it shrank the history: two summaries in all.
         assert seen[second][0] < waited[-1][0]
         assert len(summarizer.received) == 2
+
+
+def test_once_its_pace_is_known_a_conversation_prepares_just_before_the_threshold(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, monkeypatch: Any
+) -> None:
+    """A stateless caller's second summary, with its first one's time and its turns'
+    known, starts when the threshold is a summary's time plus one turn away — not at the
+    soft threshold, turns before it is needed — and no turn waits for a summary."""
+    clock = TurnClock()
+    monkeypatch.setattr(ahead_pace, "_default_clock", clock)
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        client = openai_client(url)
+        history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+        forwarded: list[int] = []  # the tokens each turn went upstream with
+        started_on: list[int] = []
+        for turn in range(80):
+            history.append(user_turn(turn))
+            clock.now += 10  # the agent's turn: ten seconds
+            before, calls = started(url), len(summarizer.received)
+            raw = _turn(client, history)
+            # Never inline: a turn calls the summarizer only in the background.
+            assert raw.headers.get("x-compactor-prepared") != "waited"
+            forwarded.append(int(raw.headers["x-compactor-tokens-after"]))
+            if started(url) > before:
+                started_on.append(turn)
+                until_stored(url, len(started_on))
+            else:
+                assert len(summarizer.received) == calls
+            if len(started_on) == 2:
+                break
+        assert len(started_on) == 2, forwarded
+        first, second = started_on
+        # The first: nothing known of the conversation's pace, the soft threshold started it.
+        assert forwarded[first] > 5_570 >= forwarded[first - 1]
+        # The second was held back past the soft threshold, to a turn from the threshold.
+        growth = max(b - a for a, b in itertools.pairwise(forwarded) if b > a)
+        used = next(t for t in range(first + 1, second) if forwarded[t] < forwarded[t - 1])
+        past_soft = next(t for t in range(used, second + 1) if forwarded[t] > 5_570)
+        assert second > past_soft, forwarded
+        assert forwarded[second] >= 6_963 - growth, forwarded

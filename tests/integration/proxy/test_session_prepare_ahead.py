@@ -23,7 +23,9 @@ from tests.integration.fake_upstreams import FakeUpstream
 from tests.integration.live_server import live_service
 from tests.integration.proxy.clients import openai_client
 from tests.integration.proxy.prepare_ahead_helpers import (
+    TurnClock,
     ahead_settings,
+    started,
     stored,
     until_stored,
     user_turn,
@@ -170,24 +172,16 @@ def test_off_compacts_inline_and_a_history_under_the_soft_threshold_starts_nothi
         assert stored(url) == 0
 
 
-def _started(url: str) -> float:
-    """How many background compactions the service has started (counted as they start)."""
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith('compactor_prepared_summaries_total{outcome="started"}'):
-            return float(line.split()[-1])
-    return 0.0
-
-
 def _grow_until_started(
     url: str, client: Any, history: list[dict[str, Any]], under: int
 ) -> int | None:
     """Bound turns until one starts a background compaction; its tokens (None: none had
     started by the first turn over `under` tokens)."""
-    before = _started(url)
+    before = started(url)
     for turn in range(60):
         history.append(user_turn(turn))
         tokens = int(_turn(client, history).headers["x-compactor-tokens-before"])
-        if _started(url) > before:
+        if started(url) > before:
             return tokens
         if tokens > under:
             return None
@@ -250,7 +244,7 @@ def test_patch_changes_the_ratio_for_the_next_turn(
         history.append(user_turn(len(history)))
         raw = _turn(client, history)
         assert int(raw.headers["x-compactor-tokens-before"]) <= THRESHOLD
-        assert _started(url) == 1
+        assert started(url) == 1
         until_stored(url, 1)
         assert len(summarizer.received) == 1
 
@@ -279,20 +273,10 @@ def test_a_compaction_prepared_before_the_ratio_changed_still_applies(
         assert len(summarizer.received) == 1
 
 
-class _Clock:
-    """The paces' clock: the test moves it on, ten seconds an agent's turn."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_once_its_pace_is_known_a_session_prepares_just_before_the_threshold(
     tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake, monkeypatch: Any
 ) -> None:
-    clock = _Clock()
+    clock = TurnClock()
     monkeypatch.setattr(ahead_pace, "_default_clock", clock)
     with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
         sid = _session(url)
@@ -303,14 +287,14 @@ def test_once_its_pace_is_known_a_session_prepares_just_before_the_threshold(
         for turn in range(80):
             history.append(user_turn(turn))
             clock.now += 10
-            started, calls = _started(url), len(summarizer.received)
+            before, calls = started(url), len(summarizer.received)
             raw = _turn(client, history)
             tokens_by_turn.append(int(raw.headers["x-compactor-tokens-before"]))
             if tokens_by_turn[-1] > THRESHOLD:
                 # No crossing turn waits for a summary: ready, or started now (pending).
                 assert len(summarizer.received) == calls
                 assert raw.headers["x-compactor-prepared"] in ("ready", "pending")
-            if _started(url) > started:
+            if started(url) > before:
                 started_on.append(turn)
                 until_stored(url, len(started_on))
             if len(_compactions(url, sid)) == 2:
