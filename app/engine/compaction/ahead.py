@@ -56,11 +56,11 @@ def kept_ahead(keep: int, tokens: int, threshold: int, overshoot: int) -> int:
 def crossing_within_lead(
     distance: int, growth_per_turn: float, seconds_per_turn: float, summary_seconds: float
 ) -> bool:
-    """True when a summary started now should start now: the threshold, `distance`
-    tokens away, is expected within the time a summary takes plus one turn (the next
-    chance to start one). A history that grows `growth_per_turn` tokens every
-    `seconds_per_turn` seconds covers `growth_per_turn * (summary_seconds /
-    seconds_per_turn + 1)` tokens in that time.
+    """True when the summary the threshold will need should start now: the threshold,
+    `distance` tokens away, is expected within the time a summary takes plus one turn
+    (a later start can only come on the next turn). A history that grows
+    `growth_per_turn` tokens every `seconds_per_turn` seconds covers `growth_per_turn *
+    (summary_seconds / seconds_per_turn + 1)` tokens in that time.
 
     Started sooner, the summary is ready long before the crossing, and what arrived in
     between is kept verbatim after the cut: the compaction leaves more behind than the
