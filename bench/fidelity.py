@@ -544,7 +544,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
     parser.add_argument(
         "--sets",
-        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,held-out-4-final",
+        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,"
+        "held-out-4-final,dev-c,held-out-5",
     )
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
