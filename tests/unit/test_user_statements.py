@@ -220,3 +220,126 @@ def test_an_update_is_matched_to_its_subject_not_to_a_limit_of_another_kind(
     assert not _current(summary, old_value)
     assert _current(summary, new_value)
     assert _current(summary, "functions under 4 lines")
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        "The mocking library has changed — respx.",
+        "Quick correction on the mocking library: it's respx now.",
+        "Please use respx for the mocking library from today.",
+    ],
+)
+def test_an_update_giving_its_value_as_a_plain_word_replaces_the_quoted_one(update: str) -> None:
+    summary = summarize(
+        _said(
+            "Personally I like `polars` for HTTP mocking.", "Keep functions under 4 lines.", update
+        )
+    )
+    assert not _current(summary, "`polars`")
+    assert _current(summary, "respx")
+    assert _current(summary, "functions under 4 lines")
+
+
+def test_an_update_that_sets_a_value_aside_changes_the_item_stating_it_not_the_new_value() -> None:
+    summary = summarize(
+        _said(
+            "Only `structlog` may be added as a new dependency; nothing else.",
+            "Personally I like `attrs` for HTTP mocking.",
+            "Actually, the mocking library is structlog, not attrs.",
+        )
+    )
+    # structlog is the new value, attrs the one set aside: the dependency rule stands.
+    assert not _current(summary, "`attrs`")
+    assert _current(summary, "Only `structlog` may be added")
+    assert "may be added as a new dependency; nothing else." in section(summary, CONSTRAINTS)
+    dependency = [line for line in summary.splitlines() if "new dependency" in line]
+    assert dependency and not any("replaces earlier" in line for line in dependency)
+
+
+def test_a_value_set_aside_with_its_full_stop_still_names_the_old_amount() -> None:
+    summary = summarize(
+        _said(
+            "Spending on the labeling vendor must not pass $700 this quarter.",
+            "Actually, the labeling spend cap is $8000, not $700.",
+        )
+    )
+    assert not _current(summary, "must not pass $700")
+    assert _current(summary, "$8000")
+
+
+def test_an_update_shaped_as_a_request_naming_the_old_amount_is_no_new_goal() -> None:
+    summary = summarize(
+        _said(
+            "Spend no more than $8700 on cloud resources this month.",
+            "Keep functions short.",
+            "Update on the cloud spend limit: $6500, not $8700.",
+        )
+    )
+    assert "$6500" not in section(summary, GOAL)
+    assert not _current(summary, "than $8700")
+    assert "$6500" in section(summary, CONSTRAINTS)
+
+
+def test_an_update_to_a_limit_of_the_same_shape_finds_its_subject_not_a_shared_per() -> None:
+    summary = summarize(
+        _said(
+            "Queries against the warehouse are limited to 50 seconds each.",
+            "Keep each migration under 9 statements.",
+            "Please use 14 for the per-migration statement limit from today.",
+            "New info: the per-query time limit became 75.",
+        )
+    )
+    assert not _current(summary, "50 seconds")
+    assert _current(summary, "became 75")
+    assert _current(summary, "Please use 14")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Anything that emails real customers needs my explicit go-ahead first.",
+        "Also If a command would touch onyx-31.internal, stop and ask me; that box is production.",
+    ],
+)
+def test_a_rule_over_whatever_it_covers_or_a_condition_to_stop_is_a_constraint(said: str) -> None:
+    summary = summarize(_said(said))
+    assert said.rstrip(".").split("Also ")[-1] in section(summary, CONSTRAINTS)
+
+
+def test_work_said_as_the_next_piece_of_work_is_in_the_goal() -> None:
+    said = "The next piece of work is a dashboard page for `falcon_5` usage."
+    summary = summarize(_said(said))
+    assert said.rstrip(".") in section(summary, GOAL)
+
+
+def test_a_universal_pronoun_with_no_scope_states_no_rule() -> None:
+    summary = summarize(_said("Everything works now, the logs look clean."))
+    assert "Everything works" not in section(summary, CONSTRAINTS)
+
+
+def test_a_plain_word_of_an_update_with_a_value_of_its_own_replaces_no_other_rule() -> None:
+    summary = summarize(
+        _said(
+            "Dana Vrabel owns the payments service, ask them about anything there.",
+            "No GPL code can go into `jasper_4`.",
+            "Quick correction regarding whoever is responsible for billing code: it's Chidi "
+            "Okafor.",
+        )
+    )
+    assert _current(summary, "No GPL code can go into `jasper_4`")
+    assert "Chidi Okafor" in summary
+    gpl = [line for line in summary.splitlines() if "GPL" in line]
+    assert gpl and not any("replaces earlier" in line for line in gpl)
+
+
+def test_an_update_naming_the_new_person_after_a_colon_replaces_the_old_one() -> None:
+    summary = summarize(
+        _said(
+            "For context, the on-call engineer this week is Chidi Okafor.",
+            "Keep functions under 4 lines.",
+            "Update on this week's on-call engineer: Bo Lindqvist, not Chidi Okafor.",
+        )
+    )
+    assert not _current(summary, "this week is Chidi Okafor")
+    assert _current(summary, "Bo Lindqvist")

@@ -204,7 +204,14 @@ _SHOULD_SUBJECT = re.compile(
 )
 # A generic, quantified subject states a norm: "All prices go out in EUR", "Every endpoint
 # returns JSON".
-_UNIVERSAL = re.compile(_LEAD + r"(?:all|every|each|any|no)\s+\w", re.IGNORECASE)
+# So does a universal pronoun narrowed to what it covers: "Anything that emails customers
+# needs my go-ahead", "Everything in vendor/ stays as is" ("Everything works" states none).
+_UNIVERSAL = re.compile(
+    _LEAD + r"(?:(?:all|every|each|any|no)\s+\w|(?:anything|everything|anyone|everyone|"
+    r"anybody|everybody|whatever|whoever)\s+(?:that|which|who|in|under|from|on|touching|"
+    r"involving)\b)",
+    re.IGNORECASE,
+)
 _PREFERENCE = re.compile(
     r"\b(?:prefer(?:s|red|ably|ence|ences)?|rather|favou?r(?:s|ed)?|likes|loves?|hates?|"
     r"dislikes?|wants?|wish(?:es)?|ideally|would\s+like|i['’]d\s+like|i\s+like|fond\s+of|"
@@ -232,6 +239,12 @@ _MANNER_VERB = re.compile(
     r"(?!\s+(?:of|is|are|was|were|has|had)\b)",
     re.IGNORECASE,
 )
+# What to do when something happens, said of stopping to check: "If a command would touch
+# prod, stop and ask me" is a rule; "stop the server" alone is work.
+_HALT = re.compile(
+    _LEAD + _PLEASE + r"(?:stop|pause|halt|abort|bail\s+out|escalate|ping\s+me|check\s+with)\b",
+    re.IGNORECASE,
+)
 _CONDITION = re.compile(
     r"^(?:\d+[.)]\s*)?(?:when(?:ever)?|if|before|after|once|while|in\s+case)\b[^,]{3,100},\s*(.+)$",
     re.IGNORECASE | re.DOTALL,
@@ -248,7 +261,9 @@ _REQUEST_FRAME = re.compile(
     r"what['’]?s\s+left|what\s+(?:is\s+left|remains)|(?:the\s+)?(?:one\s+)?(?:thing|part|bit)"
     r"\s+(?:i|we)\s+(?:\w+\s+)?(?:need|want)(?:\s+\w+)?\s+is|(?:i['’]d|i\s+would)\s+love"
     r"\s+(?:for\s+)?(?:you\s+)?to|(?:main|primary|overall)\s+(?:objective|aim)|"
-    r"next\s+on\s+the\s+list|objective\s*:)",
+    r"next\s+on\s+the\s+list|objective\s*:|"
+    # "The next piece of work is a dashboard page".
+    r"(?:the\s+)?(?:next|first|main)\s+(?:piece|bit|item|chunk)\s+of\s+work)",
     re.IGNORECASE,
 )
 _WORK_VERBS = (
@@ -311,7 +326,8 @@ _CHATTER = re.compile(
 )
 # A value: numbers, paths, identifiers, code spans, quoted text, money, versions, hosts.
 _VALUE = re.compile(
-    r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d[\d,.]*\w*|"
+    # Money ends on a digit or its unit: "$700." at a sentence's end is "$700".
+    r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d(?:[\d,.]*\d)?\w*|"
     # An image or package tag without backticks: "python:4.2-willow", "redis:7".
     r"\b[a-z][\w.-]*:\d[\w.-]*[\w]|\b[a-z][\w.-]*:\d\b|"
     # What "X = Y" sets: "the log library = tenacity".
@@ -423,8 +439,9 @@ def classify(sentence: str, by_words_too: bool = True) -> Act:
     if works and HABIT.search(text):
         # "Run the linter before each commit": work done as a habit binds every turn.
         return Act.RULE
-    condition = _CONDITION.match(text)
-    if condition and _MANNER_VERB.match(condition.group(1)):
+    # "Also if …, stop and ask me": the lead-in is no part of the condition.
+    condition = _CONDITION.match(without_lead(text))
+    if condition and (_MANNER_VERB.match(condition.group(1)) or _HALT.match(condition.group(1))):
         # "When you hit a brute-force step, please use a script": a rule with a condition.
         return Act.RULE
     if condition and (
@@ -570,6 +587,8 @@ _STOPWORDS_TEXT = (
     "whose where when how it's that's what's there's here's"
 )
 _STOPWORDS_TEXT += " hey hi hello ah oh hmm yo ok okay btw but yet though although"
+# "per-query" and "per-migration" share no subject: "per" says how, like "each".
+_STOPWORDS_TEXT += " per"
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _NOT_NAMES_TEXT = (
     "actually correction update heads also quick turns just anyway sorry hey oh ah ok okay "

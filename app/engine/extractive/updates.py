@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from app.engine.extractive.statements import content_words, split_aside, values_in, without_lead
+from app.engine.extractive.update_values import set_aside_values, set_values
 
 REPLACES = " (replaces earlier: "
 # The score of an update that names the value it replaces: above any other match.
@@ -25,6 +26,7 @@ _REPLACES_SUFFIX = re.compile(r"^(.*?) \(replaces earlier: (.*)\)$", re.DOTALL)
 _UPDATE_CUE = re.compile(
     r"\b(?:now|instead|no\s+longer|any\s?more|changed?|changing|switch(?:ed)?|moved?|"
     r"correction|correct(?:ed)?|actually|update[ds]?|revised?|scratch\s+that|never\s+mind|"
+    r"bec[ao]mes?|"
     r"from\s+now\s+on|going\s+forward|as\s+of|rather|"
     # "New" says a value changed when it is about the value ("New info on …", "the new
     # port is 80"), not when it describes a thing ("snake_case for new JSON fields").
@@ -57,7 +59,7 @@ _UPDATE_WORDS_TEXT = (
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
     "plan heads-up got days starting effective went gone swapped renamed relocated "
-    "amended adjusted meant typo oops different"
+    "amended adjusted meant typo oops different became becomes become"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -258,12 +260,11 @@ _DISMISSES = re.compile(
 
 
 def _names_plainly(new: str, old: str, old_values: set[str]) -> bool:
-    """Whether `new` names, as a plain word, a value `old` gave quoted ("`tenacity`")."""
+    """Whether `new` sets aside, named as a plain word, a value `old` gave quoted
+    ("`tenacity`"): named after "ignore the", "not" …, not as the new value."""
     quoted = {v for v in old_values if re.search(rf"[`\"']{re.escape(v)}[`\"']", old)}
-    return any(
-        len(v) >= 4 and re.search(rf"(?<![\w`]){re.escape(v)}(?![\w`])", new, re.IGNORECASE)
-        for v in quoted
-    )
+    aside = {v.casefold() for v in set_aside_values(new)}
+    return any(len(v) >= 4 and v.casefold() in aside for v in quoted)
 
 
 def _name_words(values: set[str]) -> set[str]:
@@ -281,14 +282,21 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     if not cue:
         return 0.0
     old_main = main_text(old)
-    # Values read without the lead-ins: "btw Change of plan …" capitalises no value.
-    new_values = set(values_in(core(new)))
+    # Values read without the lead-ins: "btw Change of plan …" capitalises no value. A
+    # plain word where an update puts its value ("the mocking library has changed —
+    # respx") is one too.
+    new_values = set(set_values(core(new), _UPDATE_WORDS))
     old_values = set(values_in(core(old_main)))
     if old_values and _DISMISSES.search(new) and _names_plainly(new, old_main, old_values):
         # "Ignore the tenacity I gave you; the log library is polars": it names the old
         # value (quoted when it was given, plain now) and sets it aside.
         return NAMES_OLD_VALUE
     if not new_values or not old_values:
+        return 0.0
+    aside = {v.casefold() for v in set_aside_values(core(new))}
+    if aside and not aside & {v.casefold().rstrip(".,;:") for v in old_values}:
+        # It names the value it sets aside ("…, not attrs"): only an item stating that
+        # value is the one it changes.
         return 0.0
     fresh = new_values - old_values
     gone = old_values - new_values
