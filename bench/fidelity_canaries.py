@@ -2409,6 +2409,219 @@ HELD_OUT_5_UPDATES = (
     "For {subject}, please switch to {new} going forward.",
     "They told me {subject} is {new} now.",
 )
+# Written in the fourth pass after DEV_C's fixes, to find more ways an update is missed:
+# rule-shaped updates, a subject named in a separate sentence, "(was …)" notes. Development
+# material from the start (its failures were read).
+DEV_D: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "never",
+            "Never copy customer exports off {host}.",
+            "{host}",
+            "customer exports",
+            subject="the host holding the exports",
+            slot="host",
+        ),
+        _t(
+            "approval",
+            "Rotating the `{ident}` credentials needs approval from {name}.",
+            "{ident}",
+            "rotating",
+            subject="who approves credential rotation",
+            slot="name",
+        ),
+        _t(
+            "third person",
+            "The client won't allow any scraping of {domain}.",
+            "{domain}",
+            "scraping",
+            subject="the site we may not scrape",
+            slot="domain",
+        ),
+        _t(
+            "hands off",
+            "Hands off the {env} cluster unless I say so.",
+            "{env}",
+            "hands off",
+            subject="the cluster to leave alone",
+            slot="env",
+        ),
+        _t(
+            "must not",
+            "The admin password {code} must not appear in any commit.",
+            "{code}",
+            "admin password",
+            subject="the admin password",
+            slot="code",
+        ),
+        _t(
+            "only",
+            "Only I can merge into `{ident}`.",
+            "{ident}",
+            "merge",
+            subject="the branch only I merge into",
+            slot="ident",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "under",
+            "Keep PRs under {n} changed lines.",
+            "{n} changed lines",
+            subject="the PR size limit",
+            slot="n",
+        ),
+        _t(
+            "deadline",
+            "The migration has to be done by {time} on Sunday.",
+            "{time}",
+            "migration",
+            subject="the migration deadline",
+            slot="time",
+        ),
+        _t(
+            "budget",
+            "We can spend {money} on the load test, not a cent more.",
+            "{money}",
+            "load test",
+            subject="the load-test budget",
+            slot="money",
+        ),
+        _t(
+            "version",
+            "Target Go {ver} for the new service.",
+            "go {ver}",
+            subject="the Go version",
+            slot="ver",
+        ),
+        _t(
+            "region",
+            "Data must stay in {zone}.",
+            "{zone}",
+            "data",
+            subject="the data residency zone",
+            slot="zone",
+        ),
+        _t(
+            "lib",
+            "Stick with `{lib}` for serialization.",
+            "{lib}",
+            "serialization",
+            subject="the serialization library",
+            slot="lib",
+        ),
+    ),
+    "fact": (
+        _t(
+            "host",
+            "The Grafana instance is at {host}.",
+            "{host}",
+            "grafana",
+            subject="the dashboards host",
+            slot="host",
+        ),
+        _t(
+            "person",
+            "{name} is our contact at the bank.",
+            "{name}",
+            "bank",
+            subject="the bank contact",
+            slot="name",
+        ),
+        _t(
+            "port",
+            "SSH on the bastion uses port {port}.",
+            "{port}",
+            "bastion",
+            subject="the bastion SSH port",
+            slot="port",
+        ),
+        _t(
+            "path",
+            "Fixtures live in {path}.",
+            "{path}",
+            "fixtures",
+            subject="the fixtures folder",
+            slot="path",
+        ),
+        _t(
+            "count",
+            "The fleet has {n} edge nodes.",
+            "{n} edge nodes",
+            subject="the number of edge nodes",
+            slot="n",
+        ),
+        _t(
+            "time",
+            "The batch window opens at {time}.",
+            "{time}",
+            "batch window",
+            subject="the batch window",
+            slot="time",
+        ),
+    ),
+    "goal": (
+        _t("please", "Please make the `{module}` importer idempotent.", "{module}", "idempotent"),
+        _t("need", "I need a health-check endpoint for `{module}`.", "{module}", "health-check"),
+        _t(
+            "question", "Can you profile why `{ident}` is slow on big inputs?", "{ident}", "profile"
+        ),
+        _t("goal", "Goal for today: get `{module}` passing under mypy strict.", "{module}", "mypy"),
+        _t("let's", "Let's add a dry-run flag to the `{ident}` command.", "{ident}", "dry-run"),
+        _t("want", "I want `{module}` split into smaller files.", "{module}", "smaller files"),
+    ),
+    "preference": (
+        _t(
+            "prefer",
+            "I prefer `{lib}` for date handling.",
+            "{lib}",
+            "date handling",
+            subject="the date library",
+            slot="lib",
+        ),
+        _t(
+            "likes",
+            "{name} likes reviews within a day.",
+            "{name}",
+            "reviews",
+            subject="the reviewer who likes fast reviews",
+            slot="name",
+        ),
+        _t(
+            "rather",
+            "I'd rather have {n} small commits than one big one.",
+            "{n} small commits",
+            subject="the number of commits I like",
+            slot="n",
+        ),
+        _t("style", "Our style is trailing commas everywhere.", "trailing commas"),
+        _t(
+            "please",
+            "Please write changelog entries in {currency}-style plain English.",
+            "{currency}",
+            "changelog",
+            subject="the changelog style",
+            slot="currency",
+        ),
+        _t(
+            "ideally",
+            "Ideally the CLI prints progress every {n} seconds.",
+            "{n} seconds",
+            subject="the progress interval",
+            slot="n",
+        ),
+    ),
+}
+DEV_D_UPDATES = (
+    "{subject_cap}: {new} (was {old}).",
+    "Changing {subject} to {new}.",
+    "We now use {new} for {subject}.",
+    "{subject_cap} is no longer {old} — it's {new}.",
+    "Oh, {subject}. That's {new} now.",
+    "From next week {subject} will be {new}.",
+    "Make {subject} {new} instead.",
+    "I got it wrong earlier: {subject} is {new}.",
+)
 DEV_SEEDS = tuple(range(8))
 DEV_B_SEEDS = tuple(range(100, 112))
 HELD_OUT_SEEDS = tuple(range(300, 312))
@@ -2419,6 +2632,7 @@ HELD_OUT_4_SEEDS = tuple(range(1100, 1112))
 HELD_OUT_4_FINAL_SEEDS = tuple(range(1300, 1312))
 DEV_C_SEEDS = tuple(range(1500, 1512))
 HELD_OUT_5_SEEDS = tuple(range(1700, 1712))
+DEV_D_SEEDS = tuple(range(1900, 1912))
 # name → (templates, update wordings, seeds, offset of the random streams)
 SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
     "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
@@ -2430,6 +2644,7 @@ SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[in
     "held-out-4": (HELD_OUT_4, HELD_OUT_4_UPDATES, HELD_OUT_4_SEEDS, 6),
     "held-out-4-final": (HELD_OUT_4_FINAL, HELD_OUT_4_FINAL_UPDATES, HELD_OUT_4_FINAL_SEEDS, 7),
     "dev-c": (DEV_C, DEV_C_UPDATES, DEV_C_SEEDS, 8),
+    "dev-d": (DEV_D, DEV_D_UPDATES, DEV_D_SEEDS, 10),
     # Development-excluded: its failures are never read (run once, at the end).
     "held-out-5": (HELD_OUT_5, HELD_OUT_5_UPDATES, HELD_OUT_5_SEEDS, 9),
 }
@@ -2909,12 +3124,15 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
         "held-out-4": HELD_OUT_4_SURROUNDINGS,
         "held-out-4-final": HELD_OUT_4_FINAL_SURROUNDINGS,
         "dev-c": DEV_C_SURROUNDINGS,
+        "dev-d": DEV_C_SURROUNDINGS,
         "held-out-5": HELD_OUT_5_SURROUNDINGS,
     }.get(canary_set, DEV_SURROUNDINGS)
     # The issue-24 second-pass sets plant over rounds 1-4 (not 1-3): varied depths, some
     # canaries folded only in the last rounds, some updates folded in the round they land.
     spread = (
-        4 if canary_set.startswith("held-out-4") or canary_set in ("dev-c", "held-out-5") else 3
+        4
+        if canary_set.startswith("held-out-4") or canary_set in ("dev-c", "dev-d", "held-out-5")
+        else 3
     )
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]

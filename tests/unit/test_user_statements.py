@@ -343,3 +343,91 @@ def test_an_update_naming_the_new_person_after_a_colon_replaces_the_old_one() ->
     )
     assert not _current(summary, "this week is Chidi Okafor")
     assert _current(summary, "Bo Lindqvist")
+
+
+@pytest.mark.parametrize(
+    ("old", "update", "old_value", "new_value"),
+    [
+        # The change said by what the value was.
+        (
+            "Never copy customer exports off jasper-9.internal.",
+            "The host holding the exports: cobalt-3.internal (was jasper-9.internal).",
+            "off jasper-9.internal",
+            "cobalt-3.internal",
+        ),
+        # The subject named in a fragment before the statement of the value.
+        (
+            "The Grafana instance is at indigo-23.internal.",
+            "Oh, the dashboards host. That's raven-32.internal now.",
+            "indigo-23.internal",
+            "raven-32.internal",
+        ),
+        # A plain-word value after a noun phrase and a colon, or after "got it wrong".
+        (
+            "Stick with `orjson` for serialization.",
+            "The serialization library: structlog (was orjson).",
+            "`orjson` for",
+            "structlog",
+        ),
+        (
+            "Stick with `orjson` for serialization.",
+            "I got it wrong earlier: the serialization library is hypothesis.",
+            "`orjson` for",
+            "hypothesis",
+        ),
+        # A request that only sets the value.
+        (
+            "SSH on the bastion uses port 2222.",
+            "Make the bastion SSH port 4411 instead.",
+            "2222",
+            "4411",
+        ),
+        (
+            "I prefer `attrs` for date handling.",
+            "Make the date library hypothesis instead.",
+            "`attrs` for",
+            "hypothesis",
+        ),
+    ],
+)
+def test_an_update_in_a_short_or_request_form_replaces_the_value_it_changes(
+    old: str, update: str, old_value: str, new_value: str
+) -> None:
+    summary = summarize(_said(old, "Keep functions under 4 lines.", update))
+    assert not _current(summary, old_value)
+    assert _current(summary, new_value)
+    assert _current(summary, "functions under 4 lines")
+    assert new_value not in section(summary, GOAL)
+
+
+def test_a_later_request_a_rule_changes_leaves_the_goal_for_the_rule_that_replaced_it() -> None:
+    summary = summarize(
+        _said(
+            "Please write changelog entries in CHF-style plain English.",
+            "Changing the changelog style to SEK.",
+        )
+    )
+    assert "CHF" not in section(summary, GOAL)
+    assert not _current(summary, "CHF-style")
+    assert "SEK" in section(summary, CONSTRAINTS)
+
+
+def test_a_fragment_with_a_clause_of_its_own_is_no_subject_for_the_next_sentence() -> None:
+    summary = summarize(_said("Thanks, that works. It's 5 tests now."))
+    assert "Thanks, that works. It's" not in summary
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The client won't allow any scraping of falcon7.example.",
+        "Target Go 3.12 for the new service.",
+    ],
+)
+def test_a_permission_refused_or_a_target_to_build_for_is_a_constraint(said: str) -> None:
+    assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)
+
+
+def test_wanting_a_named_thing_done_is_work_in_the_goal() -> None:
+    said = "I want `vesper_2` split into smaller files."
+    assert said.rstrip(".") in section(summarize(_said(said)), GOAL)

@@ -89,12 +89,15 @@ _DONE_WORK = (
     r"(?:fixed|fixing|done|doing|rewritten|rewriting|sorted(?:\s+out)?|sorting|cleaned\s+up|"
     r"cleaning|updated|updating|removed|added|ported|porting|finished|built|implemented|"
     r"refactored|refactoring|migrated|tested|documented|deployed|merged|resolved|solved|"
-    r"handled|investigated|looked\s+(?:at|into)|addressed|work)"
+    r"handled|investigated|looked\s+(?:at|into)|addressed|split|renamed|moved|converted|"
+    r"rewired|replaced|optimi[sz]ed|sped\s+up|work)"
 )
 # Work asked as what a thing needs, a priority or a hope.
 ASKS_WORK = re.compile(
     r"\b(?:needs?\s+" + _DONE_WORK + r"|(?:is|are)\s+(?:still\s+)?needed|"
-    r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|[\w.]+)\s+" + _DONE_WORK + r"\b|"
+    r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|`[^`]+`|[\w.]+)\s+"
+    + _DONE_WORK
+    + r"\b|"
     r"(?:i|we)\s+need\s+(?:a|an|some)\s|"
     # "I want the parser to handle empty files": a behaviour to build ("I want answers to
     # be short" is a liking).

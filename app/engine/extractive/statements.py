@@ -72,6 +72,8 @@ _PROHIBITION = re.compile(
     r"must\s+never|mustn['’]t|shall\s+not|shan['’]t|should\s+not|shouldn['’]t|cannot|can['’]t|"
     r"can\s+not|may\s+not|not\s+(?:allowed|permitted|supposed|to\s+be)|under\s+no\s+circumstances|"
     r"in\s+no\s+case|no\s+one|nobody|forbid(?:s|den)?|prohibit(?:s|ed)?|disallow(?:s|ed)?|"
+    # "The client won't allow any scraping", "Legal will not permit …".
+    r"(?:won['’]t|will\s+not|wouldn['’]t|would\s+not)\s+(?:allow|permit|tolerate|accept)|"
     r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+)?"
     r"(?:approval|permission|asking|consent|sign-?off)|"
     # Said of what is ruled out rather than to whom: "upgrading isn't an option", "a
@@ -229,7 +231,9 @@ _PREFERENCE = re.compile(
 )
 # Imperatives about how to work (manner), as opposed to what work to do.
 _MANNER_VERB = re.compile(
-    _LEAD + _PLEASE + r"(?:keep|use|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|"
+    _LEAD
+    + _PLEASE
+    + r"(?:keep|use|target|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|"
     r"write\s+(?:in|with|all|every|each|only|comments|commit|tests?\s+(?:in|with|for\s+every))|stick|follow|name|label|"
     r"format|limit|include|exclude|prefer|favou?r|avoid|ensure|make\s+sure|remember|treat|"
     r"ask|wait|double-check|put|store|return|mention|cite|stay|speak|output|round|sort|"
@@ -542,6 +546,20 @@ def statements(text: str) -> list[Statement]:
         previous: tuple[str, Act] | None = None
         for sentence in line:
             act = classify(sentence)
+            if (
+                previous is not None
+                and previous[1] in (Act.CHATTER, Act.FACT)
+                and _comments_on_topic(previous[0], sentence)
+            ):
+                # "Oh, the bastion SSH port. That's 4411 now.": the fragment names what the
+                # statement is about; apart, one has no value and the other no subject.
+                joined = f"{previous[0]} {sentence}"
+                if found and found[-1].text == previous[0]:
+                    found[-1] = Statement(joined, act)
+                else:
+                    found.append(Statement(joined, act))
+                previous = (joined, act)
+                continue
             if previous is not None and _belongs_to_previous(previous, sentence, act):
                 joined = f"{previous[0]} {sentence}"
                 merged_act = _merged_act(previous[1], act)
@@ -551,6 +569,45 @@ def statements(text: str) -> list[Statement]:
             found.append(Statement(sentence, act))
             previous = (sentence, act)
     return found
+
+
+# A statement whose subject is only "that" or "it", carrying a value: "That's 4411 now.",
+# "It's 4.2 as of this week."
+_POINTS_BACK_WITH_VALUE = re.compile(
+    r"^(?:that|it|this)(?:['’]s|\s+is|\s+will\s+be|['’]ll\s+be|\s+(?:has|have)\s+"
+    r"(?:moved|changed|become|been))\b",
+    re.IGNORECASE,
+)
+
+
+# A word that makes a fragment a clause of its own ("that works.", "I ran the suite."): a
+# noun phrase has none.
+_CLAUSE_WORD = re.compile(
+    r"\b(?:is|are|was|were|be|been|am|has|have|had|do|does|did|can|could|will|would|should|"
+    r"must|may|might|works?|worked|ran|runs?|i|we|you|they|he|she|it|that|this)\b|n['’]t\b",
+    re.IGNORECASE,
+)
+
+
+def _comments_on_topic(before: str, sentence: str) -> bool:
+    """Whether `sentence` says, with a value, something about the short fragment before it
+    ("The deploy window? It's 18:00 now."): a noun phrase of a few words, no clause."""
+    fragment = without_lead(before.strip())
+    aside = split_aside(fragment)
+    if aside is not None:
+        # "Note to self and to you: Oh, the progress interval." names it after the aside.
+        fragment = without_lead(aside[1])
+    return (
+        len(fragment.split()) <= 8
+        and _CLAUSE_WORD.search(fragment) is None
+        and bool(_content(fragment))
+        and fragment.rstrip()[-1:] in ".?:"
+        and not _CHATTER.match(fragment)
+        and _POINTS_BACK_WITH_VALUE.match(sentence.strip()) is not None
+        and not _CHATTER.match(sentence.strip())
+        # A value, or one plain word for it: "That's respx now."
+        and (bool(values_in(sentence)) or len(sentence.split()) <= 4)
+    )
 
 
 def _belongs_to_previous(previous: tuple[str, Act], sentence: str, act: Act) -> bool:

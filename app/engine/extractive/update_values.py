@@ -24,17 +24,24 @@ _FULL_NAME = re.compile(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+")
 # "changed to", "use", "—", ":"), as the clause's last word or before what says when or
 # for what ("now", "from today", "for the parser", ", not …").
 _SET_PLAINLY = re.compile(
-    r"(?:\b(?:is|are|became|becomes|be|to|with|use|using|now|it['’]s)|[—–:=]|\s-)\s+"
+    r"(?:\b(?:is|are|became|becomes|be|to|with|use|using|now|it['’]s|that['’]s)|[—–:=]|\s-)\s+"
     r"(?:now\s+|just\s+|simply\s+)?[`\"']?(?P<value>[A-Za-z][\w.+-]*\w" + _NAME_REST + r")[`\"']?"
-    r"(?=\s*(?:$|[.!;,)]|\s(?:now|instead|from|going|these|this|as|today|for|then|again|"
+    r"(?=\s*(?:$|[.!;,)(]|\s(?:now|instead|from|going|these|this|as|today|for|then|again|"
     r"here|there|please|anymore)\b))",
+    re.IGNORECASE,
+)
+# A request setting a thing to a plain word: "Make the date library hypothesis instead".
+_MADE_INTO = re.compile(
+    r"^(?:please\s+)?(?:make|set|switch|change)\s+(?:the\s+|our\s+|my\s+)?(?:[\w-]+\s+){1,5}?"
+    r"(?:to\s+|into\s+)?[`\"']?(?P<value>[A-Za-z][\w.+-]*\w)[`\"']?(?=\s+instead\b)",
     re.IGNORECASE,
 )
 # What sets a value aside, and the value right after it ("not 8080", "forget `attrs`",
 # "ignore the tenacity I gave you", "instead of the old host").
 _SETS_ASIDE = re.compile(
-    r"\b(?:not|instead\s+of|rather\s+than|forget(?:\s+about)?|ignore|disregard|scrap|drop|"
-    r"no\s+longer|no\s+more)\s+(?:the\s+|that\s+|my\s+|about\s+)?(?P<rest>.{1,80})",
+    r"(?:\b(?:not|instead\s+of|rather\s+than|forget(?:\s+about)?|ignore|disregard|scrap|drop|"
+    r"no\s+longer|no\s+more|formerly|previously|used\s+to\s+be)|\(\s*was)\s+"
+    r"(?:the\s+|that\s+|my\s+|about\s+)?(?P<rest>.{1,80})",
     re.IGNORECASE | re.DOTALL,
 )
 _PLAIN_WORD = re.compile(
@@ -61,7 +68,7 @@ def _plain_word_ok(word: str) -> bool:
 def set_values(text: str, update_words: frozenset[str]) -> frozenset[str]:
     """The values `text` sets: those `values_in` reads, and a plain word where a value goes."""
     found = set(values_in(text))
-    for match in _SET_PLAINLY.finditer(text):
+    for match in [*_SET_PLAINLY.finditer(text), *_MADE_INTO.finditer(text)]:
         word = match.group("value")
         if word.casefold() in update_words or not _plain_word_ok(word):
             continue

@@ -59,7 +59,8 @@ _UPDATE_WORDS_TEXT = (
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
     "plan heads-up got days starting effective went gone swapped renamed relocated "
-    "amended adjusted meant typo oops different became becomes become"
+    "amended adjusted meant typo oops different became becomes become previously formerly "
+    "got"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -147,7 +148,11 @@ _KIND_RES = {
 
 
 # An aside that names what follows is about it: "About the port: use 8081 instead".
-_NAMES_SUBJECT = re.compile(r"\b(?:about|regarding|re|on|for|concerning|as\s+for)\b", re.I)
+# So does one that is a noun phrase: "The serialization library: structlog (was orjson)".
+_NAMES_SUBJECT = re.compile(
+    r"\b(?:about|regarding|re|on|for|concerning|as\s+for)\b|^(?:the|our|my|your|this|that)\s",
+    re.I,
+)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -204,13 +209,48 @@ def _shape(value: str) -> str:
     return "word"
 
 
+# A request whose work is setting a value: "Make the bastion SSH port 4411 instead",
+# "set the retry count to 5".
+_SETS_A_VALUE = re.compile(
+    r"^(?:please\s+)?(?:make|set|change|switch|move|bump|raise|lower|increase|reduce|turn)\b",
+    re.IGNORECASE,
+)
+
+
+def sets_a_value(text: str) -> bool:
+    """Whether a request asks for nothing but a value set: an imperative of setting that
+    carries a value."""
+    said = core(text)
+    return bool(_SETS_A_VALUE.match(said)) and bool(set_values(said, _UPDATE_WORDS))
+
+
+def states_new_value(text: str) -> bool:
+    """Whether `text` says that something changed and gives the value it is now, in a
+    value's form or as a plain word where a value goes, about a named subject."""
+    said = core(text)
+    return (
+        says_change(said)
+        and bool(set_values(said, _UPDATE_WORDS))
+        and len(content_words(said) - _UPDATE_WORDS) >= 2
+    )
+
+
 def says_change(text: str) -> bool:
     """Whether `text` says that something changed. A cue in the aside counts
     ("Correction: …"), one only made by the aside and what follows does not ("Not
     related, but …" is no "not X but Y")."""
     aside = split_aside(text)
     parts = aside if aside is not None else (text,)
-    return any(_UPDATE_CUE.search(part) for part in parts)
+    return any(_UPDATE_CUE.search(part) for part in parts) or bool(_NAMES_WHAT_IT_WAS.search(text))
+
+
+# A change said by naming what the value was: "the Go version: 4.2 (was 3.11)", "the host
+# is b.internal, formerly a.internal", "I got it wrong earlier".
+_NAMES_WHAT_IT_WAS = re.compile(
+    r"\((?:was|previously|formerly|used\s+to\s+be)\s+[^)]+\)|\bused\s+to\s+be\b|"
+    r"\b(?:previously|formerly)\b|\bgot\s+(?:it|that|this)\s+wrong\b|\bi\s+was\s+wrong\b",
+    re.IGNORECASE,
+)
 
 
 def _fine_shape(value: str) -> str | None:
@@ -268,7 +308,8 @@ def _names_plainly(new: str, old: str, old_values: set[str]) -> bool:
 
 
 def _name_words(values: set[str]) -> set[str]:
-    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{2,}", w)}
+    # Two letters are a name too ("Go 3.11" and "the Go version"): values hold no "It".
+    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{1,}", w)}
 
 
 def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> float:
