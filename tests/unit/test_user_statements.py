@@ -431,3 +431,24 @@ def test_a_permission_refused_or_a_target_to_build_for_is_a_constraint(said: str
 def test_wanting_a_named_thing_done_is_work_in_the_goal() -> None:
     said = "I want `vesper_2` split into smaller files."
     assert said.rstrip(".") in section(summarize(_said(said)), GOAL)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Would be great to have a retry button on the `amber_2` page.",
+        "Hoping you can speed up `dune_2` startup.",
+        "The `ember_3` parser is broken, sort it out.",
+        "Your next assignment: a CSV export for `iris_5`.",
+        "Switch focus to the `krill_7` dashboard.",
+        "We'll need a health endpoint in `onyx_4` by Friday.",
+        "`quartz_6` needs a rewrite.",
+        "Time for you to document `cobalt_5`.",
+        "I'd appreciate a test suite for `juniper_8`.",
+        "I'm asking you to merge `cinder_2` and `dune_5`.",
+        "Fixing `zephyr_6` comes first.",
+    ],
+)
+def test_work_asked_as_a_need_a_wish_or_of_the_agent_by_name_is_in_the_goal(said: str) -> None:
+    summary = summarize(_said(said))
+    assert said.rstrip(".?") in section(summary, GOAL)

@@ -156,6 +156,7 @@ _LABELLED = {
     "mission": Act.REQUEST,
     "list": Act.REQUEST,
     "job": Act.REQUEST,
+    "assignment": Act.REQUEST,
     "milestone": Act.REQUEST,
     "priority": Act.REQUEST,
     "preference": Act.PREFERENCE,
@@ -384,12 +385,19 @@ def split_aside(text: str) -> tuple[str, str] | None:
     return found.group(1), rest
 
 
+def _label_kind(label: str) -> Act | None:
+    """What a label says follows: by its last word ("Next task:"), or its first when the
+    rest says which one ("Task for this afternoon:", "Your next assignment:")."""
+    words = label.casefold().split()
+    return _LABELLED.get(words[-1]) or (_LABELLED.get(words[0]) if len(words) > 1 else None)
+
+
 def classify(sentence: str, by_words_too: bool = True) -> Act:
     """What one sentence of user text does. Its form decides; a sentence of no known form
     is read by its words (`act_by_words`) unless `by_words_too` is false."""
     text = sentence.strip()
     label = _LABEL.match(text)
-    labelled = label is not None and label.group(1).casefold().split()[-1] in _LABELLED
+    labelled = label is not None and _label_kind(label.group(1)) is not None
     # A label that says what follows ("Main objective: …") is no aside.
     aside = None if labelled else split_aside(text)
     if aside is not None:
@@ -404,7 +412,7 @@ def classify(sentence: str, by_words_too: bool = True) -> Act:
             return rest
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
-        said = _LABELLED.get(label.group(1).casefold().split()[-1])
+        said = _label_kind(label.group(1))
         rest = classify(text[label.end() :], by_words_too)
         if said is None or (rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT):
             return rest
