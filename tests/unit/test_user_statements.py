@@ -452,3 +452,25 @@ def test_wanting_a_named_thing_done_is_work_in_the_goal() -> None:
 def test_work_asked_as_a_need_a_wish_or_of_the_agent_by_name_is_in_the_goal(said: str) -> None:
     summary = summarize(_said(said))
     assert said.rstrip(".?") in section(summary, GOAL)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The `secrets/` folder is not for your eyes.",
+        "Rebooting amber-2.internal is not something you do.",
+        "Backups in data/bk_2/ are sacred.",
+        "Make no changes to `config/prod.yaml`.",
+        "Absolutely no `rm -rf` on shared volumes.",
+        "Do nothing on prod-eu without a change ticket.",
+    ],
+)
+def test_a_safety_rule_said_as_whose_it_is_not_or_as_nothing_to_do_is_a_constraint(
+    said: str,
+) -> None:
+    assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)
+
+
+def test_make_no_mistake_is_no_rule() -> None:
+    summary = summarize(_said("Make no mistake, the parser is slow."))
+    assert "Make no mistake" not in section(summary, CONSTRAINTS)

@@ -142,7 +142,8 @@ MORE_WORK_VERBS = re.compile(
 _RULE_WORDS = re.compile(
     r"\b(?:freeze|frozen|forbidden|offen[cs]e|blessing|approv(?:al|e|es|ed)|permission|"
     r"sign-?off|tops|mandatory|banned|exceptions?|untouched|strict(?:ly)?|policy|unless|"
-    r"except|never|nobody|compliance|illegal|confidential|protected|restricted)\b",
+    r"except|never|nobody|compliance|illegal|confidential|protected|restricted|sacred|"
+    r"untouchable|sacrosanct)\b",
     re.IGNORECASE,
 )
 _WEAK_RULE_WORDS = re.compile(

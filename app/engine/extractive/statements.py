@@ -74,15 +74,18 @@ _PROHIBITION = re.compile(
     r"in\s+no\s+case|no\s+one|nobody|forbid(?:s|den)?|prohibit(?:s|ed)?|disallow(?:s|ed)?|"
     # "The client won't allow any scraping", "Legal will not permit …".
     r"(?:won['’]t|will\s+not|wouldn['’]t|would\s+not)\s+(?:allow|permit|tolerate|accept)|"
-    r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+)?"
-    r"(?:approval|permission|asking|consent|sign-?off)|"
+    r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+|a\s+|an\s+|my\s+)?"
+    r"(?:\w+\s+)?(?:approval|permission|asking|consent|sign-?off|ticket)|"
+    # "Make no changes to prod.yaml", "Do nothing on prod-eu without …".
+    r"\b(?:make|do|take)\s+(?:no|nothing)\b(?!\s+mistake)|"
     # Said of what is ruled out rather than to whom: "upgrading isn't an option", "a
     # rewrite is off the table"; and reported: "Legal asked us not to log emails".
     r"(?:not|isn['’]t|aren['’]t)\s+(?:an?\s+)?option|not\s+negotiable|non-negotiable|"
     r"out\s+of\s+the\s+question|off\s+the\s+table|off[\s-]limits|"
     # Said as an idiom of keeping away ("hold off on deploys", "keep your hands off"), or
     # as whose job it is not ("a human's job, not yours", "only I get to do").
-    r"hold\s+off|hands\s+off|not\s+(?:yours|for\s+you|your\s+(?:job|call|decision))|"
+    r"hold\s+off|hands\s+off|not\s+(?:yours|for\s+you(?:r\s+\w+)?|your\s+(?:job|call|decision)|"
+    r"something\s+you\b)|"
     r"only\s+(?:i|me)\s+(?:get\s+to|can|may|am\s+allowed\s+to)|"
     r"(?:ask(?:ed|s)?|told|tells?|instructed|reminded|wants?|said)\s+(?:\w+\s+){0,2}not\s+to)\b",
     re.IGNORECASE,
@@ -111,8 +114,8 @@ def _prohibits(text: str) -> bool:
 
 # "No external network access.", "No emojis.", "No more than 5 …": a prohibition by itself.
 _NO_START = re.compile(
-    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea|luck|way|rush|"
-    r"biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)\w",
+    _LEAD + r"(?:absolutely\s+|strictly\s+)?(?:no|zero|nothing|none)\s+"
+    r"(?!,|problem|worries|thanks|idea|luck|way|rush|biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)[\w`]",
     re.IGNORECASE,
 )
 _OBLIGATION = re.compile(
