@@ -474,3 +474,19 @@ def test_a_safety_rule_said_as_whose_it_is_not_or_as_nothing_to_do_is_a_constrai
 def test_make_no_mistake_is_no_rule() -> None:
     summary = summarize(_said("Make no mistake, the parser is slow."))
     assert "Make no mistake" not in section(summary, CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "My go-to is `pytest` fixtures over setUp.",
+        "Short commit subjects are my thing.",
+        "Type hints help me read code faster.",
+        "`black` formatting is what I'm used to.",
+        "I usually write SQL in uppercase.",
+        "Sorting imports with isort keeps me sane.",
+        "Emoji in commit messages annoy me.",
+    ],
+)
+def test_a_liking_said_as_a_habit_or_what_it_does_to_the_user_is_a_preference(said: str) -> None:
+    assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)

@@ -66,7 +66,13 @@ PREFERS = re.compile(
     r"can['’]t\s+stand|go\s+(?:light|easy|heavy|sparingly)\s+on|leans?\s+on|"
     r"(?:are|is)\s+nicer|preferable|if\s+you\s+can\b|in\s+my\s+(?:view|opinion)|imo|imho|"
     r"makes?\s+me\s+(?:happy|glad)|beats?\s+\w+|would\s+be\s+(?:ideal|perfect|best|preferable)|"
-    r"(?:more|less)\s+of\s+an?\s+\S+\s+(?:person|fan)|(?:aren['’]t|isn['’]t)\s+my\s+thing)\b",
+    r"(?:more|less)\s+of\s+an?\s+\S+\s+(?:person|fan)|(?:aren['’]t|isn['’]t)\s+my\s+thing|"
+    # A liking said as what the user is used to or what it does to them: "my go-to",
+    # "are my thing", "what I'm used to", "keeps me sane", "annoy me", "I usually write …".
+    r"my\s+go-?to|(?:is|are)\s+my\s+thing|what\s+i['’]m\s+used\s+to|keeps?\s+me\s+sane|"
+    r"(?:annoys?|irritates?)\s+me\b|drives?\s+me\s+(?:nuts|crazy|mad)|"
+    r"helps?\s+me\s+(?:read|follow|review|think)|"
+    r"^i\s+(?:usually|normally|generally|typically)\s+(?!do\b|did\b)\w+)\b",
     re.IGNORECASE,
 )
 # "Tabs over spaces", "Bullet lists over prose, if you can": a choice said as a fragment.
