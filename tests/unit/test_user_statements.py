@@ -490,3 +490,18 @@ def test_make_no_mistake_is_no_rule() -> None:
 )
 def test_a_liking_said_as_a_habit_or_what_it_does_to_the_user_is_a_preference(said: str) -> None:
     assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Python 3.9 is the floor for this package.",
+        "Build time should stay under 10 minutes.",
+        "Postgres 14 is the oldest we support.",
+        "We target 99.9% uptime.",
+        "The timeout is 30 seconds, hard.",
+        "The deadline is Friday 17:00.",
+    ],
+)
+def test_a_bound_said_as_what_the_value_is_is_a_constraint(said: str) -> None:
+    assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)

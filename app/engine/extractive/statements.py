@@ -136,7 +136,11 @@ _OBLIGATION = re.compile(
     r"slower|faster|later|earlier|older|newer)\s+than\s+(?=[$\d])|"
     r"(?:stays?|staying|remains?|remaining|kept|keeps?)\s+(?:below|under|above|over|within|"
     r"at|on|there|put|as\s+is)|(?:below|under|above|beneath)\s+(?=[$\d])|"
-    r"nowhere\s+else|no\s+other|exclusively|solely)\b",
+    r"nowhere\s+else|no\s+other|exclusively|solely|"
+    # A bound said as what the value is: "Python 3.9 is the floor", "The deadline is
+    # Friday 17:00", "Postgres 14 is the oldest we support", "We target 99.9% uptime".
+    r"deadline|ceiling|(?:is|as)\s+the\s+floor|(?:oldest|newest|lowest|highest)\s+(?:\w+\s+)?"
+    r"(?:we|you)\s+(?:support|allow|accept)|we\s+target|timeout\s+is)\b",
     re.IGNORECASE,
 )
 # A short label before a colon: "Requirement:", "Next task:", "Round 5:", "FYI:".
@@ -291,7 +295,10 @@ _WORK_VERB = re.compile(
     _LEAD
     + _PLEASE
     + _WORK_VERBS
-    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)",
+    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)"
+    # Nor a noun compound that is the subject of a duty: "Build time should stay under
+    # 10 minutes", "Run time must stay below 18 hours".
+    r"(?!\s+\w+\s+(?:should|must|shall|has\s+to|needs?\s+to|can['’]t|cannot|stays?)\b)",
     re.IGNORECASE,
 )
 # A value set again, said as an imperative ("Change of plan for the port, make it 55"):
@@ -504,6 +511,12 @@ def bounds_the_work(text: str) -> bool:
     return bool(_prohibits(text) or _NO_START.match(text) or _BOUND.search(text))
 
 
+_STAYS_WITHIN = re.compile(
+    r"\b(?:stays?|remain|be|keep)\s+(?:below|under|within|above|at\s+(?:most|least))\s+[$\d]",
+    re.IGNORECASE,
+)
+
+
 def _is_obligation(text: str) -> bool:
     found = _OBLIGATION.search(text)
     if found is None:
@@ -515,7 +528,10 @@ def _is_obligation(text: str) -> bool:
         if not subject:
             return True
         if modal.group(0).casefold() == "should":
-            return _SHOULD_SUBJECT.match(subject) is not None
+            # "Build time should stay under 10 minutes": a bound after it binds whatever
+            # the subject; "the attribute should be optional" has none.
+            bound = _STAYS_WITHIN.search(text, modal.end())
+            return _SHOULD_SUBJECT.match(subject) is not None or bound is not None
         if _PRONOUN_SUBJECT.fullmatch(subject) and not _BE_NEXT.match(text[modal.end() :]):
             # "It has to run offline", "This needs to fit in 512 MB": the thing being built
             # must do something. "It must be a race" guesses; it binds nothing.
