@@ -505,3 +505,28 @@ def test_a_liking_said_as_a_habit_or_what_it_does_to_the_user_is_a_preference(sa
 )
 def test_a_bound_said_as_what_the_value_is_is_a_constraint(said: str) -> None:
     assert said.rstrip(".") in section(summarize(_said(said)), CONSTRAINTS)
+
+
+def test_an_update_that_fits_a_fact_leaves_a_later_request_in_the_goal() -> None:
+    summary = summarize(
+        _said(
+            "Unrelated to the failing test: What's left is porting `basalt_4` to the new "
+            "payments API.",
+            "The container base image is `python:3.11-iris`.",
+            "Unrelated to the failing test: Change of plan for the Docker starting point, "
+            "make it python:1.24-dune.",
+        )
+    )
+    assert "porting `basalt_4`" in section(summary, GOAL)
+    assert not _current(summary, "python:3.11-iris")
+
+
+def test_a_rule_sharing_one_word_with_a_later_request_replaces_no_goal() -> None:
+    summary = summarize(
+        _said(
+            "Next up: rename `marlin_dune` to something readable across the codebase.",
+            "The `lotus_mesa` table is read-only for you; no UPDATE or DELETE statements.",
+        )
+    )
+    assert "rename `marlin_dune`" in section(summary, GOAL)
+    assert "replaces earlier" not in summary

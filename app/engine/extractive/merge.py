@@ -102,6 +102,8 @@ class _UserSaid:
             for w in subject_words(main_text(item))
         )
         for pool, index, earlier in candidates:
+            if pool is self.goals:
+                continue
             score = supersedes(text, earlier, uses)
             if score and score >= floor and (best is None or score > best[0]):
                 best = (score, pool, index)
@@ -119,6 +121,18 @@ class _UserSaid:
             ]
             if len(same_form) == 1:
                 best = (0.5, *same_form[0])
+        for pool, index, earlier in candidates if best is None else ():
+            # Only when no rule or fact is the one it changes: a request is work, not a
+            # value, and only an update that names the old value, or says what it is about
+            # in two of its words, replaces one ("The table is read-only; no UPDATE
+            # statements" changes no "rename `x` to something readable").
+            if pool is not self.goals:
+                continue
+            score = supersedes(text, earlier, uses)
+            if score < NAMES_OLD_VALUE and not _shares_words(text, earlier):
+                continue
+            if score and score >= floor and (best is None or score > best[0]):
+                best = (score, pool, index)
         target = {ItemKind.RULE: self.rules, ItemKind.FACT: self.facts}.get(kind, self.goals)
         if best is not None:
             _score, pool, index = best
@@ -158,6 +172,12 @@ class _UserSaid:
             old is not None and identity_key(old) == key
             for old in map(replaced_text, [*self.rules, *self.facts])
         )
+
+
+def _shares_words(new: str, old: str) -> bool:
+    """Whether two statements share two words of what they are about (not only kinds)."""
+    shared = subject_words(new) & subject_words(main_text(old))
+    return len({w for w in shared if not w.startswith("@")}) >= 2
 
 
 @dataclass(frozen=True, slots=True)
