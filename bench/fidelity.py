@@ -8,10 +8,12 @@ runs 5 rounds of forced compaction through the service (`CompactionService.compa
 `/compact` runs), keeping the newest 10%, 30% or 50% of the tokens. After every round the
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
 of its section holds all of its checks (an updated one: its new value, and no line that
-still states it as planted without marking it replaced — that line counts as stale).
-Every set is reported apart; HELD_OUT_3_FINAL and HELD_OUT_4_FINAL are the ones whose
-failures were never read (bench/fidelity_canaries.py says which sets are development
-material).
+still states it as planted without marking it replaced — that line counts as stale; the
+stale column says in brackets how many of those are only the update's own words, a line
+holding the new value too, such as the user's "3912, not 8135" quoted as the current
+request). Every set is reported apart; HELD_OUT_3_FINAL, HELD_OUT_4_FINAL and HELD_OUT_5
+are the ones whose failures were never read (bench/fidelity_canaries.py says which sets are
+development material).
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
 transcript in tests/data (falling back to ../shared/transcripts), one forced compaction

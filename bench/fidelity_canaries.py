@@ -27,7 +27,8 @@ out from the fixes, not from the author. The third pass of issue 24 read HELD_OU
 HELD_OUT_4's failures again; the _FINAL sets stayed unread (bench/fidelity_phrasings.py
 holds the sentence lists that pass was developed and checked with). The fourth pass wrote
 DEV_C and HELD_OUT_5 together, before any summary of either was read: DEV_C's failures were
-read (development material), HELD_OUT_5's never were; it is run once, at the end.
+read (development material), HELD_OUT_5's never were; it is run once, at the end. DEV_D
+was written after DEV_C's fixes, to find more ways an update is missed (development).
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
