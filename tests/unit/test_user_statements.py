@@ -530,3 +530,16 @@ def test_a_rule_sharing_one_word_with_a_later_request_replaces_no_goal() -> None
     )
     assert "rename `marlin_dune`" in section(summary, GOAL)
     assert "replaces earlier" not in summary
+
+
+def test_an_update_matches_an_item_said_once_in_its_words_over_one_that_replaced_another() -> None:
+    summary = summarize(
+        _said(
+            "Keep answers under 10 sentences.",
+            "Responses must be at most 76 lines long.",
+            "Update: use 53 instead of 10 for the answer length.",
+            "Correction: the response length limit is now 21.",
+        )
+    )
+    assert not _current(summary, "76 lines")
+    assert _current(summary, "use 53 instead of 10")

@@ -344,16 +344,23 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     if not fresh:
         return 0.0
     new_words = set(subject_words(new))
-    # An item that replaced an earlier one names its subject both ways: "the overnight
-    # dump starts = 06:15" after "The nightly export kicks off at 04:45".
+    # An item that replaced an earlier one names its subject either way: "the overnight
+    # dump starts = 06:15" after "The nightly export kicks off at 04:45". Each wording is
+    # matched apart, the closer one counting: both together would outweigh an item said
+    # once in the same words.
     earlier = replaced_text(old)
-    old_words = set(subject_words(old_main) | (subject_words(earlier) if earlier else frozenset()))
+    wordings = [set(subject_words(old_main))] + ([set(subject_words(earlier))] if earlier else [])
     # A proper name both mention ("the Redis cache", "the Redis host") is what both are
     # about, not a value either changes: it counts as a shared subject word. An acronym
     # ("the API", "CI") is too generic to tell one item by.
     # By word: "Minimum Postgres is 15" reads "Minimum Postgres" as one name.
     names = _name_words(old_values) & _name_words(new_values)
-    shared = new_words & old_words | names | _abbreviated(new_words, old_words)
+
+    def shared_with(old_words: set[str]) -> set[str]:
+        return new_words & old_words | names | _abbreviated(new_words, old_words)
+
+    old_words = max(wordings, key=lambda words: len(shared_with(words)))
+    shared = shared_with(old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
