@@ -543,3 +543,40 @@ def test_an_update_matches_an_item_said_once_in_its_words_over_one_that_replaced
     )
     assert not _current(summary, "76 lines")
     assert _current(summary, "use 53 instead of 10")
+
+
+def test_an_update_of_the_prod_box_leaves_the_pre_prod_database_alone() -> None:
+    summary = summarize(
+        _said(
+            "The staging database lives on amber-34.internal.",
+            "Treat basalt-14.internal as production; touching it needs my sign-off.",
+            "I got it wrong earlier: where the pre-prod DB runs is indigo-7.internal.",
+            "The box that counts as prod has changed, it's falcon-18.internal going forward.",
+        )
+    )
+    assert not _current(summary, "basalt-14.internal")
+    assert _current(summary, "indigo-7.internal")
+    assert _current(summary, "falcon-18.internal")
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        "The currency I read amounts in is no longer CHF — it's JPY.",
+        "Oh, the currency I read amounts in. That's JPY now.",
+    ],
+)
+def test_an_update_setting_aside_a_code_or_naming_its_subject_with_a_clause_replaces_it(
+    update: str,
+) -> None:
+    summary = summarize(_said("Show me money as CHF, please.", "Keep functions short.", update))
+    assert not _current(summary, "money as CHF")
+    assert "JPY" in section(summary, CONSTRAINTS)
+
+
+def test_a_subject_fragment_read_as_a_rule_by_a_word_still_names_the_subject() -> None:
+    summary = summarize(
+        _said("Keep PRs under 89 changed lines.", "Oh, the PR size limit. That's 88 now.")
+    )
+    assert not _current(summary, "89 changed lines")
+    assert "That's 88 now" in section(summary, CONSTRAINTS)

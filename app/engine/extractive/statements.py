@@ -575,7 +575,12 @@ def statements(text: str) -> list[Statement]:
             act = classify(sentence)
             if (
                 previous is not None
-                and previous[1] in (Act.CHATTER, Act.FACT)
+                # A fragment read as a rule by a word ("the PR size limit.") still only
+                # names the subject when it is a noun phrase, not an imperative.
+                and (
+                    previous[1] in (Act.CHATTER, Act.FACT)
+                    or _NOUN_PHRASE.match(_topic(previous[0]))
+                )
                 and _comments_on_topic(previous[0], sentence)
             ):
                 # "Oh, the bastion SSH port. That's 4411 now.": the fragment names what the
@@ -616,17 +621,34 @@ _CLAUSE_WORD = re.compile(
 )
 
 
-def _comments_on_topic(before: str, sentence: str) -> bool:
-    """Whether `sentence` says, with a value, something about the short fragment before it
-    ("The deploy window? It's 18:00 now."): a noun phrase of a few words, no clause."""
+# In a noun phrase a pronoun opens a relative clause: "the currency I read amounts in".
+_NOUN_PHRASE = re.compile(r"^(?:the|our|my|your|a|an)\s", re.IGNORECASE)
+_CLAUSE_PRONOUN = re.compile(r"\b(?:i|we|you|they)\b", re.IGNORECASE)
+
+
+def _is_clause(fragment: str) -> bool:
+    if _NOUN_PHRASE.match(fragment):
+        fragment = _CLAUSE_PRONOUN.sub(" ", fragment)
+    return _CLAUSE_WORD.search(fragment) is not None
+
+
+def _topic(before: str) -> str:
+    """A fragment without its lead-ins and asides: what it names."""
     fragment = without_lead(before.strip())
     aside = split_aside(fragment)
     if aside is not None:
         # "Note to self and to you: Oh, the progress interval." names it after the aside.
         fragment = without_lead(aside[1])
+    return fragment
+
+
+def _comments_on_topic(before: str, sentence: str) -> bool:
+    """Whether `sentence` says, with a value, something about the short fragment before it
+    ("The deploy window? It's 18:00 now."): a noun phrase of a few words, no clause."""
+    fragment = _topic(before)
     return (
         len(fragment.split()) <= 8
-        and _CLAUSE_WORD.search(fragment) is None
+        and not _is_clause(fragment)
         and bool(_content(fragment))
         and fragment.rstrip()[-1:] in ".?:"
         and not _CHATTER.match(fragment)

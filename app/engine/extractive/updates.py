@@ -168,6 +168,10 @@ def core(text: str) -> str:
     return without_lead(text)
 
 
+_PREFIXES_TEXT = "pre non post anti sub multi re co semi un de mis over under"
+_PREFIXES = frozenset(_PREFIXES_TEXT.split())
+
+
 @functools.lru_cache(maxsize=8192)
 def subject_words(text: str) -> frozenset[str]:
     """What a statement is about: its content words (a hyphenated word also by its parts:
@@ -178,7 +182,8 @@ def subject_words(text: str) -> frozenset[str]:
     words |= {
         part
         for word in words
-        if "-" in word
+        # "pre-prod" is not "prod", nor "non-blocking" "blocking": a prefix makes another thing.
+        if "-" in word and word.split("-", 1)[0] not in _PREFIXES
         for part in content_words(word.replace("-", " "))
         if part not in _UPDATE_WORDS
     }
@@ -343,6 +348,11 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     gone = old_values - new_values
     if not fresh:
         return 0.0
+    set_aside = {v for v in old_values if v.casefold().rstrip(".,;:") in aside}
+    if set_aside and {_kind(v) for v in fresh} & {_kind(v) for v in set_aside}:
+        # "The currency I read amounts in is no longer CHF — it's JPY": it sets aside a
+        # value this item states, for one of its kind (a word like CHF counts here).
+        return NAMES_OLD_VALUE + 0.5
     new_words = set(subject_words(new))
     # An item that replaced an earlier one names its subject either way: "the overnight
     # dump starts = 06:15" after "The nightly export kicks off at 04:45". Each wording is
