@@ -580,3 +580,17 @@ def test_a_subject_fragment_read_as_a_rule_by_a_word_still_names_the_subject() -
     )
     assert not _current(summary, "89 changed lines")
     assert "That's 88 now" in section(summary, CONSTRAINTS)
+
+
+def test_an_update_setting_aside_a_value_two_items_state_replaces_the_one_about_its_subject() -> (
+    None
+):
+    summary = summarize(
+        _said(
+            "Keep your hands off the bootloader at data/lumen_69/; bricked devices are no fun.",
+            "Model checkpoints are written to data/lumen_69/ every epoch.",
+            "Ignore the data/lumen_69/ I gave you; the folder for saved weights is data/amber_24/.",
+        )
+    )
+    assert _current(summary, "bootloader at data/lumen_69/")
+    assert not _current(summary, "checkpoints are written to data/lumen_69/")

@@ -348,11 +348,6 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     gone = old_values - new_values
     if not fresh:
         return 0.0
-    set_aside = {v for v in old_values if v.casefold().rstrip(".,;:") in aside}
-    if set_aside and {_kind(v) for v in fresh} & {_kind(v) for v in set_aside}:
-        # "The currency I read amounts in is no longer CHF — it's JPY": it sets aside a
-        # value this item states, for one of its kind (a word like CHF counts here).
-        return NAMES_OLD_VALUE + 0.5
     new_words = set(subject_words(new))
     # An item that replaced an earlier one names its subject either way: "the overnight
     # dump starts = 06:15" after "The nightly export kicks off at 04:45". Each wording is
@@ -372,6 +367,12 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     old_words = max(wordings, key=lambda words: len(shared_with(words)))
     shared = shared_with(old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
+    set_aside = {v for v in old_values if v.casefold().rstrip(".,;:") in aside}
+    if set_aside and {_kind(v) for v in fresh} & {_kind(v) for v in set_aside}:
+        # "The currency I read amounts in is no longer CHF — it's JPY": it sets aside a
+        # value this item states, for one of its kind (a word like CHF counts here); of
+        # two items stating it, the one sharing more of its words.
+        return NAMES_OLD_VALUE + coverage
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
     if any(_shape(v) in fresh_shapes for v in named):
