@@ -8,10 +8,12 @@ runs 5 rounds of forced compaction through the service (`CompactionService.compa
 `/compact` runs), keeping the newest 10%, 30% or 50% of the tokens. After every round the
 summary alone is scored: a canary counts once it has been folded, and is kept when one item
 of its section holds all of its checks (an updated one: its new value, and no line that
-still states it as planted without marking it replaced — that line counts as stale).
-Every set is reported apart; HELD_OUT_3_FINAL and HELD_OUT_4_FINAL are the ones whose
-failures were never read (bench/fidelity_canaries.py says which sets are development
-material).
+still states it as planted without marking it replaced — that line counts as stale; the
+stale column says in brackets how many of those are only the update's own words, a line
+holding the new value too, such as the user's "3912, not 8135" quoted as the current
+request). Every set is reported apart; HELD_OUT_3_FINAL, HELD_OUT_4_FINAL and HELD_OUT_5
+are the ones whose failures were never read (bench/fidelity_canaries.py says which sets are
+development material).
 
 Part 2, probes (bench/fidelity_probes.py, written before any summary was read) on every
 transcript in tests/data (falling back to ../shared/transcripts), one forced compaction
@@ -114,6 +116,9 @@ class Tally:
 class RoundScore:
     by_kind: dict[str, Tally] = field(default_factory=lambda: {k: Tally() for k in KINDS})
     stale: int = 0
+    # Of those, the ones where every stale line also holds the new value: the user's own
+    # update ("3912, not 8135") quoted or kept, which sets the old value aside.
+    stale_in_update: int = 0
     noise: int = 0
     filler_steps: int = 0
     summary_tokens: list[int] = field(default_factory=list)
@@ -141,11 +146,16 @@ def _score_round(
         if updated and canary.update:
             # Stale: a line still states the canary as planted (all of its checks, the old
             # value among them) without marking it replaced.
-            stale = any(
-                all(c in line for c in canary.checks) and not any(m in line for m in _REPLACED)
+            stale_lines = [
+                line
                 for line in everything
-            )
+                if all(c in line for c in canary.checks) and not any(m in line for m in _REPLACED)
+            ]
+            stale = bool(stale_lines)
             score.stale += stale
+            score.stale_in_update += stale and all(
+                all(c in line for c in canary.update.checks) for line in stale_lines
+            )
             kept = kept and not stale
         score.by_kind[canary.kind].add(kept)
     if is_summary:
@@ -252,7 +262,8 @@ def print_canaries(title: str, scores: dict[str, Any], out: dict[str, Any]) -> N
     print(
         "| summarizer | round | "
         + " | ".join(KINDS)
-        + " | stale shown as current | noise in Goal/Constraints | summary tokens (median, max) |"
+        + " | stale shown as current (of which only in the update's own words)"
+        + " | noise in Goal/Constraints | summary tokens (median, max) |"
     )
     print("|---|---|" + "---|" * (len(KINDS) + 3))
     table: dict[str, Any] = {}
@@ -265,22 +276,28 @@ def print_canaries(title: str, scores: dict[str, Any], out: dict[str, Any]) -> N
                 if s.summary_tokens
                 else "–"
             )
-            extra = f"{s.stale} | {s.noise if system != 'trim floor' else '–'} | {tokens}"
+            stale = f"{s.stale} ({s.stale_in_update})"
+            extra = f"{stale} | {s.noise if system != 'trim floor' else '–'} | {tokens}"
             print(f"| {system} | {number} | {cells} | {extra} |")
             table[f"{system}/{number}"] = {
                 **{k: [s.by_kind[k].kept, s.by_kind[k].total] for k in KINDS},
                 "stale": s.stale,
+                "stale_in_update": s.stale_in_update,
                 "noise": s.noise,
                 "tokens": s.summary_tokens,
             }
     print("\nround 5 by keep budget (newest share of tokens kept verbatim)\n")
-    print("| summarizer | keep | " + " | ".join(KINDS) + " | stale |")
-    print("|---|---|" + "---|" * (len(KINDS) + 1))
+    print(
+        "| summarizer | keep | "
+        + " | ".join(KINDS)
+        + " | stale | of which only in the update's own words |"
+    )
+    print("|---|---|" + "---|" * (len(KINDS) + 2))
     for (system, keep), s in sorted(
         scores["_by_keep"].items(), key=lambda kv: (SYSTEMS.index(kv[0][0]), kv[0][1])
     ):
         cells = " | ".join(s.by_kind[k].share() for k in KINDS)
-        print(f"| {system} | {keep:.0%} | {cells} | {s.stale} |")
+        print(f"| {system} | {keep:.0%} | {cells} | {s.stale} | {s.stale_in_update} |")
     out[title] = table
 
 
@@ -544,7 +561,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 seeds per set")
     parser.add_argument(
         "--sets",
-        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,held-out-4-final",
+        default="dev,dev-b,held-out,held-out-2,held-out-3,held-out-3-final,held-out-4,"
+        "held-out-4-final,dev-c,held-out-5",
     )
     parser.add_argument("--parts", default="canaries,transcripts,budget,timing,clearing")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")

@@ -25,7 +25,10 @@ run before any fix, then only HELD_OUT_4's failures were read. HELD_OUT_4_FINAL 
 more at the end; its phrasings were written by the same hand as HELD_OUT_4's, so it is held
 out from the fixes, not from the author. The third pass of issue 24 read HELD_OUT_3's and
 HELD_OUT_4's failures again; the _FINAL sets stayed unread (bench/fidelity_phrasings.py
-holds the sentence lists that pass was developed and checked with).
+holds the sentence lists that pass was developed and checked with). The fourth pass wrote
+DEV_C and HELD_OUT_5 together, before any summary of either was read: DEV_C's failures were
+read (development material), HELD_OUT_5's never were; it is run once, at the end. DEV_D
+was written after DEV_C's fixes, to find more ways an update is missed (development).
 Sessions come in three shapes: Chat Completions tool calls, Anthropic
 tool_use blocks, and a text-action agent whose tool output arrives as `user` messages.
 Tool output carries rule-like lines with NOISE tokens: they must never reach a summary's
@@ -1849,6 +1852,777 @@ HELD_OUT_4_FINAL_UPDATES = (
     "Revised: {new} for {subject}, not {old}.",
     "Just heard back, {subject} is {new} from now on.",
 )
+# Issue 24, fourth pass. DEV_C was written together with HELD_OUT_5, before any summary of
+# either was read; DEV_C's failures were then read to find why superseded values survive
+# (development material), HELD_OUT_5's never were: it was run once, at the end.
+DEV_C: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "off-limits",
+            "Deleting rows from the `{ident}` table is off-limits for you.",
+            "{ident}",
+            "deleting",
+        ),
+        _t(
+            "stop and ask",
+            "If a command would touch {host}, stop and ask me; that box is production.",
+            "{host}",
+            "stop and ask",
+            subject="the production box",
+            slot="host",
+        ),
+        _t(
+            "third person",
+            "The user forbids publishing anything from {path} to the public bucket.",
+            "{path}",
+            "publishing",
+        ),
+        _t(
+            "out of",
+            "Keep the recovery phrase {code} out of every file, log and message.",
+            "{code}",
+            "recovery phrase",
+            subject="the recovery phrase",
+            slot="code",
+        ),
+        _t(
+            "ever",
+            "No pushing to the `{env}` branch, ever — it deploys itself.",
+            "{env}",
+            "pushing",
+            subject="the branch that auto-deploys",
+            slot="env",
+        ),
+        _t(
+            "only for",
+            "Pausing the {domain} DNS records is for the infra lead only, never for an agent.",
+            "{domain}",
+            "dns",
+            subject="the DNS zone nobody but infra pauses",
+            slot="domain",
+        ),
+        _t(
+            "go-ahead",
+            "Anything that emails real customers needs my explicit go-ahead first.",
+            "email",
+            "go-ahead",
+        ),
+        _t(
+            "imperative",
+            "Do not restart the `{module}` worker during business hours.",
+            "{module}",
+            "restart",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "at most",
+            "The whole bundle may weigh {n} KB at most.",
+            "{n} kb",
+            subject="the size budget for the bundle",
+            slot="n",
+        ),
+        _t(
+            "limited",
+            "Queries against the warehouse are limited to {n} seconds each.",
+            "{n} seconds",
+            "warehouse",
+            subject="the per-query time limit",
+            slot="n",
+        ),
+        _t(
+            "stay on",
+            "Stay on Node {ver}; the hosting provider offers nothing else.",
+            "node {ver}",
+            subject="the Node runtime version",
+            slot="ver",
+        ),
+        _t(
+            "must not pass",
+            "Spending on the labeling vendor must not pass {money} this quarter.",
+            "{money}",
+            "labeling",
+            subject="the labeling spend cap",
+            slot="money",
+        ),
+        _t(
+            "no exceptions",
+            "All timestamps we store are in {zone}, no exceptions.",
+            "{zone}",
+            "timestamps",
+            subject="the storage timezone",
+            slot="zone",
+        ),
+        _t(
+            "only",
+            "Only `{lib}` may be added as a new dependency; nothing else.",
+            "{lib}",
+            "dependency",
+            subject="the one allowed new dependency",
+            slot="lib",
+        ),
+        _t(
+            "nowhere else",
+            "Builds run on the {env} runner pool and nowhere else.",
+            "{env}",
+            "runner",
+            subject="the CI runner pool",
+            slot="env",
+        ),
+        _t(
+            "keep under",
+            "Keep each migration under {n} statements.",
+            "{n} statements",
+            subject="the per-migration statement limit",
+            slot="n",
+        ),
+    ),
+    "fact": (
+        _t(
+            "location",
+            "The search cluster sits at {host}.",
+            "{host}",
+            "search",
+            subject="the search cluster's address",
+            slot="host",
+        ),
+        _t(
+            "path",
+            "Invoices are archived in {path}.",
+            "{path}",
+            "invoices",
+            subject="the invoice archive folder",
+            slot="path",
+        ),
+        _t(
+            "owner",
+            "{name} handles security reviews for this repo.",
+            "{name}",
+            "security",
+            subject="the security reviewer",
+            slot="name",
+        ),
+        _t(
+            "port",
+            "The metrics endpoint listens on {port}.",
+            "{port}",
+            "metrics",
+            subject="the metrics port",
+            slot="port",
+        ),
+        _t(
+            "key",
+            "Our feature-flag service key is {code}.",
+            "{code}",
+            "flag",
+            subject="the flag service key",
+            slot="code",
+        ),
+        _t(
+            "count",
+            "About {n} tenants still use the legacy login.",
+            "{n} tenants",
+            "legacy login",
+            subject="the number of tenants on the old login",
+            slot="n",
+        ),
+        _t(
+            "schedule",
+            "Backups run every day at {time}.",
+            "{time}",
+            "backups",
+            subject="the backup time",
+            slot="time",
+        ),
+        _t(
+            "image",
+            "The base image for the workers is `{image}`.",
+            "{image}",
+            "workers",
+            subject="the worker image",
+            slot="image",
+        ),
+    ),
+    "goal": (
+        _t(
+            "please",
+            "Please add rate limiting to the `{module}` endpoints.",
+            "{module}",
+            "rate limiting",
+        ),
+        _t(
+            "track down",
+            "I need you to track down why `{ident}` returns stale results.",
+            "{ident}",
+            "stale results",
+        ),
+        _t(
+            "job today",
+            "Your job today: migrate `{module}` from callbacks to async/await.",
+            "{module}",
+            "async",
+        ),
+        _t(
+            "have to",
+            "We have to get test coverage of `{module}` above {n}%.",
+            "{module}",
+            "coverage",
+        ),
+        _t("question", "Can you make the `{ident}` export resumable?", "{ident}", "resumable"),
+        _t(
+            "next piece",
+            "The next piece of work is a dashboard page for `{module}` usage.",
+            "{module}",
+            "dashboard",
+        ),
+        _t(
+            "build", "Build a CLI command that prunes old `{ident}` snapshots.", "{ident}", "prunes"
+        ),
+        _t(
+            "let's",
+            "Let's split `{module}` into a reader and a writer module.",
+            "{module}",
+            "reader",
+        ),
+    ),
+    "preference": (
+        _t("prefer", "I prefer early returns over nested ifs.", "early returns"),
+        _t(
+            "third person",
+            "{name} would rather see f-strings than .format() calls.",
+            "{name}",
+            "f-strings",
+        ),
+        _t(
+            "read better",
+            "Tests in `{module}` read better with pytest parametrize, if you can.",
+            "{module}",
+            "parametrize",
+        ),
+        _t(
+            "like",
+            "Personally I like `{lib}` for HTTP mocking.",
+            "{lib}",
+            "mocking",
+            subject="the mocking library",
+            slot="lib",
+        ),
+        _t(
+            "where possible",
+            "Where possible, keep functions under {n} lines.",
+            "{n} lines",
+            subject="the function length I like",
+            slot="n",
+        ),
+        _t("team", "The team favours YAML with two-space indents.", "two-space"),
+        _t(
+            "I'd like",
+            "I'd like prices quoted in {currency}.",
+            "{currency}",
+            "prices",
+            subject="the currency for prices",
+            slot="currency",
+        ),
+        _t(
+            "my preference",
+            "My preference is squash merges into `{env}`.",
+            "{env}",
+            "squash",
+            subject="the branch I squash-merge into",
+            slot="env",
+        ),
+    ),
+}
+DEV_C_UPDATES = (
+    "Quick correction on {subject}: it's {new} now.",
+    "{subject_cap} has changed — {new}.",
+    "Please use {new} for {subject} from today.",
+    "Actually, {subject} is {new}, not {old}.",
+    "New info: {subject} became {new}.",
+)
+# Never read: run once at the end of the fourth pass (see DEV_C).
+HELD_OUT_5: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t("not to", "You are not to drop any table in the `{ident}` schema.", "{ident}", "drop"),
+        _t(
+            "stay with me",
+            "Credentials for {host} stay with me — don't copy them anywhere.",
+            "{host}",
+            "credentials",
+            subject="the host whose credentials I keep",
+            slot="host",
+        ),
+        _t(
+            "policy",
+            "Our policy says agents may never approve their own pull requests in `{module}`.",
+            "{module}",
+            "approve",
+        ),
+        _t(
+            "don't ever",
+            "Please don't ever disable the audit log on {env}.",
+            "{env}",
+            "audit log",
+            subject="the environment with the audit log",
+            slot="env",
+        ),
+        _t(
+            "read-only",
+            "The {path} volume stays mounted read-only, whoever is working.",
+            "{path}",
+            "read-only",
+            subject="the read-only volume",
+            slot="path",
+        ),
+        _t(
+            "secret",
+            "The emergency token {code} must stay secret, even from other agents.",
+            "{code}",
+            "secret",
+            subject="the emergency token",
+            slot="code",
+        ),
+        _t(
+            "sign-off",
+            "Mass-mailing users of {domain} requires sign-off from legal.",
+            "{domain}",
+            "sign-off",
+        ),
+        _t(
+            "forbidden",
+            "Sending traffic to {host} without the VPN is forbidden.",
+            "{host}",
+            "vpn",
+            subject="the VPN-only host",
+            slot="host",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "no more",
+            "Each request may use {n} MB of memory, no more.",
+            "{n} mb",
+            "memory",
+            subject="the per-request memory limit",
+            slot="n",
+        ),
+        _t(
+            "ceiling",
+            "The report job has a hard ceiling of {n} minutes.",
+            "{n} minutes",
+            subject="the report job's time ceiling",
+            slot="n",
+        ),
+        _t(
+            "keep working",
+            "The service must keep working on Python {ver}.",
+            "python {ver}",
+            subject="the minimum Python",
+            slot="ver",
+        ),
+        _t(
+            "don't go over",
+            "Marketing's budget for this test is {money}; don't go over.",
+            "{money}",
+            subject="marketing's test budget",
+            slot="money",
+        ),
+        _t(
+            "nothing homegrown",
+            "Use `{lib}` for retries and nothing homegrown.",
+            "{lib}",
+            "retries",
+            subject="the retry library",
+            slot="lib",
+        ),
+        _t(
+            "only",
+            "Traffic is served from {zone} only.",
+            "{zone}",
+            "traffic",
+            subject="the serving region",
+            slot="zone",
+        ),
+        _t(
+            "until notice",
+            "The rollout stays at {n} percent of users until further notice.",
+            "{n} percent",
+            subject="the rollout share",
+            slot="n",
+        ),
+        _t(
+            "have to start",
+            "Commit messages have to start with `{prefix}`.",
+            "{prefix}",
+            "commit",
+            subject="the commit prefix",
+            slot="prefix",
+        ),
+    ),
+    "fact": (
+        _t(
+            "fyi",
+            "FYI the message broker runs on {host}.",
+            "{host}",
+            "broker",
+            subject="where the queue server is",
+            slot="host",
+        ),
+        _t(
+            "owner",
+            "{name} signs off on releases now that Sam left.",
+            "{name}",
+            "releases",
+            subject="the release approver",
+            slot="name",
+        ),
+        _t(
+            "path",
+            "Uploaded files end up under {path}.",
+            "{path}",
+            "uploaded",
+            subject="the upload folder",
+            slot="path",
+        ),
+        _t(
+            "port",
+            "The admin panel is served on port {port}.",
+            "{port}",
+            "admin",
+            subject="the admin port",
+            slot="port",
+        ),
+        _t(
+            "key",
+            "The license key we were given is {code}.",
+            "{code}",
+            "license",
+            subject="the license key",
+            slot="code",
+        ),
+        _t(
+            "count",
+            "We have about {n} paying customers in the pilot.",
+            "{n} paying",
+            subject="the pilot customer count",
+            slot="n",
+        ),
+        _t(
+            "schedule",
+            "The weekly sync with the vendor is at {time} on Tuesdays.",
+            "{time}",
+            "sync",
+            subject="the vendor call time",
+            slot="time",
+        ),
+        _t(
+            "relay",
+            "Emails go out through the {domain} relay.",
+            "{domain}",
+            "relay",
+            subject="the mail relay",
+            slot="domain",
+        ),
+    ),
+    "goal": (
+        _t(
+            "the task", "The task: make `{module}` handle unicode filenames.", "{module}", "unicode"
+        ),
+        _t(
+            "question",
+            "Could you add pagination to the `{ident}` listing?",
+            "{ident}",
+            "pagination",
+        ),
+        _t(
+            "after",
+            "What I'm after is a retry wrapper around `{module}` calls.",
+            "{module}",
+            "retry wrapper",
+        ),
+        _t("stop", "Please get the `{ident}` job to stop timing out.", "{ident}", "timing out"),
+        _t(
+            "new task",
+            "New task for you: write docs for the `{module}` public API.",
+            "{module}",
+            "docs",
+        ),
+        _t(
+            "should",
+            "We should replace the polling in `{module}` with webhooks.",
+            "{module}",
+            "webhooks",
+        ),
+        _t("figure out", "Figure out why the `{ident}` cache never expires.", "{ident}", "expires"),
+        _t(
+            "I'd like",
+            "I'd like a benchmark comparing `{module}` before and after the change.",
+            "{module}",
+            "benchmark",
+        ),
+    ),
+    "preference": (
+        _t("find", "I find dataclasses clearer than dicts for config.", "dataclasses"),
+        _t(
+            "third person",
+            "{name} prefers one review comment per issue.",
+            "{name}",
+            "one review comment",
+        ),
+        _t("bother", "Short variable names bother me; spell them out.", "variable names"),
+        _t(
+            "go with",
+            "Go with `{lib}` for parsing, I trust it more.",
+            "{lib}",
+            "parsing",
+            subject="the parser library",
+            slot="lib",
+        ),
+        _t(
+            "read best",
+            "Log lines read best with at most {n} fields.",
+            "{n} fields",
+            subject="the field count per log line",
+            slot="n",
+        ),
+        _t("please", "Show durations in seconds, not milliseconds, please.", "seconds"),
+        _t(
+            "team likes",
+            "Our team likes the {currency} figure first, then USD.",
+            "{currency}",
+            "usd",
+            subject="the currency shown first",
+            slot="currency",
+        ),
+        _t(
+            "rather",
+            "Honestly I'd rather have one test file per `{module}` feature.",
+            "{module}",
+            "test file",
+        ),
+    ),
+}
+HELD_OUT_5_UPDATES = (
+    "Correction from my side: {subject} is {new} these days.",
+    "{subject_cap} — changed to {new} this morning.",
+    "Forget {old}; {subject} is {new}.",
+    "Turns out {subject} should be {new}.",
+    "For {subject}, please switch to {new} going forward.",
+    "They told me {subject} is {new} now.",
+)
+# Written in the fourth pass after DEV_C's fixes, to find more ways an update is missed:
+# rule-shaped updates, a subject named in a separate sentence, "(was …)" notes. Development
+# material from the start (its failures were read).
+DEV_D: dict[str, tuple[Template, ...]] = {
+    "safety rule": (
+        _t(
+            "never",
+            "Never copy customer exports off {host}.",
+            "{host}",
+            "customer exports",
+            subject="the host holding the exports",
+            slot="host",
+        ),
+        _t(
+            "approval",
+            "Rotating the `{ident}` credentials needs approval from {name}.",
+            "{ident}",
+            "rotating",
+            subject="who approves credential rotation",
+            slot="name",
+        ),
+        _t(
+            "third person",
+            "The client won't allow any scraping of {domain}.",
+            "{domain}",
+            "scraping",
+            subject="the site we may not scrape",
+            slot="domain",
+        ),
+        _t(
+            "hands off",
+            "Hands off the {env} cluster unless I say so.",
+            "{env}",
+            "hands off",
+            subject="the cluster to leave alone",
+            slot="env",
+        ),
+        _t(
+            "must not",
+            "The admin password {code} must not appear in any commit.",
+            "{code}",
+            "admin password",
+            subject="the admin password",
+            slot="code",
+        ),
+        _t(
+            "only",
+            "Only I can merge into `{ident}`.",
+            "{ident}",
+            "merge",
+            subject="the branch only I merge into",
+            slot="ident",
+        ),
+    ),
+    "constraint": (
+        _t(
+            "under",
+            "Keep PRs under {n} changed lines.",
+            "{n} changed lines",
+            subject="the PR size limit",
+            slot="n",
+        ),
+        _t(
+            "deadline",
+            "The migration has to be done by {time} on Sunday.",
+            "{time}",
+            "migration",
+            subject="the migration deadline",
+            slot="time",
+        ),
+        _t(
+            "budget",
+            "We can spend {money} on the load test, not a cent more.",
+            "{money}",
+            "load test",
+            subject="the load-test budget",
+            slot="money",
+        ),
+        _t(
+            "version",
+            "Target Go {ver} for the new service.",
+            "go {ver}",
+            subject="the Go version",
+            slot="ver",
+        ),
+        _t(
+            "region",
+            "Data must stay in {zone}.",
+            "{zone}",
+            "data",
+            subject="the data residency zone",
+            slot="zone",
+        ),
+        _t(
+            "lib",
+            "Stick with `{lib}` for serialization.",
+            "{lib}",
+            "serialization",
+            subject="the serialization library",
+            slot="lib",
+        ),
+    ),
+    "fact": (
+        _t(
+            "host",
+            "The Grafana instance is at {host}.",
+            "{host}",
+            "grafana",
+            subject="the dashboards host",
+            slot="host",
+        ),
+        _t(
+            "person",
+            "{name} is our contact at the bank.",
+            "{name}",
+            "bank",
+            subject="the bank contact",
+            slot="name",
+        ),
+        _t(
+            "port",
+            "SSH on the bastion uses port {port}.",
+            "{port}",
+            "bastion",
+            subject="the bastion SSH port",
+            slot="port",
+        ),
+        _t(
+            "path",
+            "Fixtures live in {path}.",
+            "{path}",
+            "fixtures",
+            subject="the fixtures folder",
+            slot="path",
+        ),
+        _t(
+            "count",
+            "The fleet has {n} edge nodes.",
+            "{n} edge nodes",
+            subject="the number of edge nodes",
+            slot="n",
+        ),
+        _t(
+            "time",
+            "The batch window opens at {time}.",
+            "{time}",
+            "batch window",
+            subject="the batch window",
+            slot="time",
+        ),
+    ),
+    "goal": (
+        _t("please", "Please make the `{module}` importer idempotent.", "{module}", "idempotent"),
+        _t("need", "I need a health-check endpoint for `{module}`.", "{module}", "health-check"),
+        _t(
+            "question", "Can you profile why `{ident}` is slow on big inputs?", "{ident}", "profile"
+        ),
+        _t("goal", "Goal for today: get `{module}` passing under mypy strict.", "{module}", "mypy"),
+        _t("let's", "Let's add a dry-run flag to the `{ident}` command.", "{ident}", "dry-run"),
+        _t("want", "I want `{module}` split into smaller files.", "{module}", "smaller files"),
+    ),
+    "preference": (
+        _t(
+            "prefer",
+            "I prefer `{lib}` for date handling.",
+            "{lib}",
+            "date handling",
+            subject="the date library",
+            slot="lib",
+        ),
+        _t(
+            "likes",
+            "{name} likes reviews within a day.",
+            "{name}",
+            "reviews",
+            subject="the reviewer who likes fast reviews",
+            slot="name",
+        ),
+        _t(
+            "rather",
+            "I'd rather have {n} small commits than one big one.",
+            "{n} small commits",
+            subject="the number of commits I like",
+            slot="n",
+        ),
+        _t("style", "Our style is trailing commas everywhere.", "trailing commas"),
+        _t(
+            "please",
+            "Please write changelog entries in {currency}-style plain English.",
+            "{currency}",
+            "changelog",
+            subject="the changelog style",
+            slot="currency",
+        ),
+        _t(
+            "ideally",
+            "Ideally the CLI prints progress every {n} seconds.",
+            "{n} seconds",
+            subject="the progress interval",
+            slot="n",
+        ),
+    ),
+}
+DEV_D_UPDATES = (
+    "{subject_cap}: {new} (was {old}).",
+    "Changing {subject} to {new}.",
+    "We now use {new} for {subject}.",
+    "{subject_cap} is no longer {old} — it's {new}.",
+    "Oh, {subject}. That's {new} now.",
+    "From next week {subject} will be {new}.",
+    "Make {subject} {new} instead.",
+    "I got it wrong earlier: {subject} is {new}.",
+)
 DEV_SEEDS = tuple(range(8))
 DEV_B_SEEDS = tuple(range(100, 112))
 HELD_OUT_SEEDS = tuple(range(300, 312))
@@ -1857,6 +2631,9 @@ HELD_OUT_3_SEEDS = tuple(range(700, 712))
 HELD_OUT_3_FINAL_SEEDS = tuple(range(900, 912))
 HELD_OUT_4_SEEDS = tuple(range(1100, 1112))
 HELD_OUT_4_FINAL_SEEDS = tuple(range(1300, 1312))
+DEV_C_SEEDS = tuple(range(1500, 1512))
+HELD_OUT_5_SEEDS = tuple(range(1700, 1712))
+DEV_D_SEEDS = tuple(range(1900, 1912))
 # name → (templates, update wordings, seeds, offset of the random streams)
 SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[int, ...], int]] = {
     "dev": (DEV, DEV_UPDATES, DEV_SEEDS, 0),
@@ -1867,6 +2644,10 @@ SETS: dict[str, tuple[dict[str, tuple[Template, ...]], tuple[str, ...], tuple[in
     "held-out-3-final": (HELD_OUT_3_FINAL, HELD_OUT_3_FINAL_UPDATES, HELD_OUT_3_FINAL_SEEDS, 5),
     "held-out-4": (HELD_OUT_4, HELD_OUT_4_UPDATES, HELD_OUT_4_SEEDS, 6),
     "held-out-4-final": (HELD_OUT_4_FINAL, HELD_OUT_4_FINAL_UPDATES, HELD_OUT_4_FINAL_SEEDS, 7),
+    "dev-c": (DEV_C, DEV_C_UPDATES, DEV_C_SEEDS, 8),
+    "dev-d": (DEV_D, DEV_D_UPDATES, DEV_D_SEEDS, 10),
+    # Development-excluded: its failures are never read (run once, at the end).
+    "held-out-5": (HELD_OUT_5, HELD_OUT_5_UPDATES, HELD_OUT_5_SEEDS, 9),
 }
 
 
@@ -2094,6 +2875,56 @@ _HELD_OUT_4_FINAL_NOISE_LINES = (
     "Under no circumstance use {noise} directly",
 )
 
+_DEV_C_FILLER = ("okie", "yep", "continue then", "👍🏻", "fine", "keep going pls")
+_DEV_C_WRAPS = (
+    "{c}",
+    "Meanwhile, {c}",
+    "The job log, for what it's worth:\n```\n{log}\n```\nUnrelated: {c}",
+    "{c} Back to you.",
+    "Had a look at the PR, it's fine. Also {c}",
+    "Note to self and to you: {c}",
+)
+_DEV_C_CHATTER = (
+    "Let me open the handler.",
+    "Running the checks again.",
+    "Reading the migration.",
+    "I'll grep for that.",
+    "Done; next file.",
+    "Checking the fixtures.",
+)
+_DEV_C_NOISE_LINES = (
+    "Never log {noise} payloads at INFO.",
+    "# Must keep {noise} below 10 entries",
+    "Please restart {noise} after editing this file.",
+    "Goal: deprecate {noise} by Q3",
+    "The user prefers {noise} (from an old survey)",
+)
+_HELD_OUT_5_FILLER = ("mhm", "ok, and?", "cheers", "go for it", "yup yup", "sounds fine")
+_HELD_OUT_5_WRAPS = (
+    "{c}",
+    "Right, before I forget: {c}",
+    "Here's what the deploy printed:\n```\n{log}\n```\nOn another note, {c}",
+    "{c} Thanks a lot.",
+    "Looks good so far. Quick aside - {c}",
+    "Copying this from the runbook:\n```\n{log}\n```\n{c}",
+)
+_HELD_OUT_5_CHATTER = (
+    "Taking a look.",
+    "Rebuilding now.",
+    "Checking the diff.",
+    "Let me re-run the failing case.",
+    "That part is done.",
+    "Opening the config next.",
+)
+_HELD_OUT_5_NOISE_LINES = (
+    "Do not call {noise} from async code.",
+    "WARNING: {noise} must be at most 3 levels deep",
+    "Always flush {noise} before exit.",
+    "Objective: remove {noise} from the public API",
+    "We'd rather use {noise} here, see ADR-7.",
+    "Never expose {noise} to clients.",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Surroundings:
@@ -2129,6 +2960,10 @@ HELD_OUT_4_FINAL_SURROUNDINGS = Surroundings(
     _HELD_OUT_4_FINAL_WRAPS,
     _HELD_OUT_4_FINAL_CHATTER,
     _HELD_OUT_4_FINAL_NOISE_LINES,
+)
+DEV_C_SURROUNDINGS = Surroundings(_DEV_C_FILLER, _DEV_C_WRAPS, _DEV_C_CHATTER, _DEV_C_NOISE_LINES)
+HELD_OUT_5_SURROUNDINGS = Surroundings(
+    _HELD_OUT_5_FILLER, _HELD_OUT_5_WRAPS, _HELD_OUT_5_CHATTER, _HELD_OUT_5_NOISE_LINES
 )
 
 
@@ -2289,10 +3124,17 @@ def build_session(seed: int, canary_set: str, shape: str, rounds_total: int = RO
         "held-out-3-final": HELD_OUT_3_FINAL_SURROUNDINGS,
         "held-out-4": HELD_OUT_4_SURROUNDINGS,
         "held-out-4-final": HELD_OUT_4_FINAL_SURROUNDINGS,
+        "dev-c": DEV_C_SURROUNDINGS,
+        "dev-d": DEV_C_SURROUNDINGS,
+        "held-out-5": HELD_OUT_5_SURROUNDINGS,
     }.get(canary_set, DEV_SURROUNDINGS)
     # The issue-24 second-pass sets plant over rounds 1-4 (not 1-3): varied depths, some
     # canaries folded only in the last rounds, some updates folded in the round they land.
-    spread = 4 if canary_set.startswith("held-out-4") else 3
+    spread = (
+        4
+        if canary_set.startswith("held-out-4") or canary_set in ("dev-c", "dev-d", "held-out-5")
+        else 3
+    )
     goals = [c for c in canaries if c.kind == "goal"]
     others = [c for c in canaries if c.kind != "goal"]
     rng.shuffle(others)

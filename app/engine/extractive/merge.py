@@ -30,6 +30,7 @@ from app.engine.extractive.updates import (
     replaced_text,
     same_form_values,
     says_change,
+    sets_a_value,
     subject_words,
     supersedes,
     with_replaced,
@@ -90,48 +91,78 @@ class _UserSaid:
         best: tuple[float, list[str], int] | None = None
         # A rule or a fact changes a value; a request adds work ("New request: rename …"
         # replaces nothing) unless it names the old value ("Update on the port: 3912, not
-        # 8135").
-        floor = 0.0 if kind in (ItemKind.RULE, ItemKind.FACT) else NAMES_OLD_VALUE
-        earlier_items = [
-            item
-            for pool in (self.rules, self.facts)
-            for item in pool
-            if self.said_in.get(item, -1) < message
-        ]
-        uses = Counter(w for item in earlier_items for w in subject_words(main_text(item)))
-        for pool in (self.rules, self.facts):
-            for index, earlier in enumerate(pool):
-                if self.said_in.get(earlier, -1) >= message:
-                    continue
-                score = supersedes(text, earlier, uses)
-                if score and score >= floor and (best is None or score > best[0]):
-                    best = (score, pool, index)
+        # 8135") or sets one ("Make the SSH port 4411 instead").
+        changes_value = kind in (ItemKind.RULE, ItemKind.FACT) or sets_a_value(text)
+        floor = 0.0 if changes_value else NAMES_OLD_VALUE
+        candidates = self._candidates(message)
+        uses = Counter(
+            w
+            for pool, _index, item in candidates
+            if pool is not self.goals
+            for w in subject_words(main_text(item))
+        )
+        for pool, index, earlier in candidates:
+            if pool is self.goals:
+                continue
+            score = supersedes(text, earlier, uses)
+            if score and score >= floor and (best is None or score > best[0]):
+                best = (score, pool, index)
         if best is None and kind is ItemKind.FACT and says_change(text):
             # "Turns out the CI machine is b.internal" after "The build server lives at
             # a.internal": no subject word in common. When exactly one earlier item holds
             # a value of the new one's form, that is the one it changes; with several, it
             # would be a guess, and none is replaced. Only for a plain statement: a rule
             # with a change word in it ("leave it alone no matter what") is a new rule.
-            candidates = [
+            same_form = [
                 (pool, index)
                 for pool in (self.rules, self.facts)
                 for index, earlier in enumerate(pool)
                 if self.said_in.get(earlier, -1) < message and same_form_values(text, earlier)
             ]
-            if len(candidates) == 1:
-                best = (0.5, *candidates[0])
+            if len(same_form) == 1:
+                best = (0.5, *same_form[0])
+        for pool, index, earlier in candidates if best is None else ():
+            # Only when no rule or fact is the one it changes: a request is work, not a
+            # value, and only an update that names the old value, or says what it is about
+            # in two of its words, replaces one ("The table is read-only; no UPDATE
+            # statements" changes no "rename `x` to something readable").
+            if pool is not self.goals:
+                continue
+            score = supersedes(text, earlier, uses)
+            if score < NAMES_OLD_VALUE and not _shares_words(text, earlier):
+                continue
+            if score and score >= floor and (best is None or score > best[0]):
+                best = (score, pool, index)
+        target = {ItemKind.RULE: self.rules, ItemKind.FACT: self.facts}.get(kind, self.goals)
         if best is not None:
             _score, pool, index = best
             earlier = pool[index]
-            pool[index] = with_replaced(text, earlier)
-            self.said_in[pool[index]] = message
-            self.replaced[main_text(earlier)] = pool[index]
+            replacing = with_replaced(text, earlier)
+            if pool is self.goals and target is not self.goals:
+                # A later request that a rule or a fact changes ("Please write changelog
+                # entries in CHF-style" → "Make the changelog style NZD instead"): the
+                # request is no longer current, the rule that replaces it goes with rules.
+                del pool[index]
+                target.append(replacing)
+            else:
+                pool[index] = replacing
+            self.said_in[replacing] = message
+            self.replaced[main_text(earlier)] = replacing
             return
-        target = {ItemKind.RULE: self.rules, ItemKind.FACT: self.facts}.get(kind, self.goals)
         key = identity_key(text)
         if all(identity_key(main_text(t)) != key for t in target):
             target.append(text)
             self.said_in[text] = message
+
+    def _candidates(self, message: int) -> list[tuple[list[str], int, str]]:
+        """Items said before `message` that a statement in it may change: rules, facts and
+        the later requests (not the task itself, which the Goal always keeps)."""
+        return [
+            (pool, index, item)
+            for pool, first in ((self.rules, 0), (self.facts, 0), (self.goals, 1))
+            for index, item in enumerate(pool)
+            if index >= first and self.said_in.get(item, -1) < message
+        ]
 
     def _already_replaced(self, text: str) -> bool:
         key = identity_key(text)
@@ -141,6 +172,12 @@ class _UserSaid:
             old is not None and identity_key(old) == key
             for old in map(replaced_text, [*self.rules, *self.facts])
         )
+
+
+def _shares_words(new: str, old: str) -> bool:
+    """Whether two statements share two words of what they are about (not only kinds)."""
+    shared = subject_words(new) & subject_words(main_text(old))
+    return len({w for w in shared if not w.startswith("@")}) >= 2
 
 
 @dataclass(frozen=True, slots=True)

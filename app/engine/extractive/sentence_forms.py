@@ -66,7 +66,13 @@ PREFERS = re.compile(
     r"can['’]t\s+stand|go\s+(?:light|easy|heavy|sparingly)\s+on|leans?\s+on|"
     r"(?:are|is)\s+nicer|preferable|if\s+you\s+can\b|in\s+my\s+(?:view|opinion)|imo|imho|"
     r"makes?\s+me\s+(?:happy|glad)|beats?\s+\w+|would\s+be\s+(?:ideal|perfect|best|preferable)|"
-    r"(?:more|less)\s+of\s+an?\s+\S+\s+(?:person|fan)|(?:aren['’]t|isn['’]t)\s+my\s+thing)\b",
+    r"(?:more|less)\s+of\s+an?\s+\S+\s+(?:person|fan)|(?:aren['’]t|isn['’]t)\s+my\s+thing|"
+    # A liking said as what the user is used to or what it does to them: "my go-to",
+    # "are my thing", "what I'm used to", "keeps me sane", "annoy me", "I usually write …".
+    r"my\s+go-?to|(?:is|are)\s+my\s+thing|what\s+i['’]m\s+used\s+to|keeps?\s+me\s+sane|"
+    r"(?:annoys?|irritates?)\s+me\b|drives?\s+me\s+(?:nuts|crazy|mad)|"
+    r"helps?\s+me\s+(?:read|follow|review|think)|"
+    r"^i\s+(?:usually|normally|generally|typically)\s+(?!do\b|did\b)\w+)\b",
     re.IGNORECASE,
 )
 # "Tabs over spaces", "Bullet lists over prose, if you can": a choice said as a fragment.
@@ -89,13 +95,26 @@ _DONE_WORK = (
     r"(?:fixed|fixing|done|doing|rewritten|rewriting|sorted(?:\s+out)?|sorting|cleaned\s+up|"
     r"cleaning|updated|updating|removed|added|ported|porting|finished|built|implemented|"
     r"refactored|refactoring|migrated|tested|documented|deployed|merged|resolved|solved|"
-    r"handled|investigated|looked\s+(?:at|into)|addressed|work)"
+    r"handled|investigated|looked\s+(?:at|into)|addressed|split|renamed|moved|converted|"
+    r"rewired|replaced|optimi[sz]ed|sped\s+up|work)"
 )
 # Work asked as what a thing needs, a priority or a hope.
 ASKS_WORK = re.compile(
     r"\b(?:needs?\s+" + _DONE_WORK + r"|(?:is|are)\s+(?:still\s+)?needed|"
-    r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|[\w.]+)\s+" + _DONE_WORK + r"\b|"
-    r"(?:i|we)\s+need\s+(?:a|an|some)\s|"
+    r"(?:want|need)s?\s+(?:it|this|that|them|the\s+[^,.;]{1,40}?|`[^`]+`|[\w.]+)\s+"
+    + _DONE_WORK
+    + r"\b|"
+    r"(?:i|we)(?:['’]ll|\s+will)?\s+need\s+(?:a|an|some)\s|"
+    # A thing asked for as what it needs or as a wish for it to exist: "`quartz_6` needs a
+    # rewrite", "I'd appreciate a test suite for X", "Would be great to have a retry button".
+    r"needs?\s+(?:a|an|some)\s+(?:\w+\s+)?(?:rewrite|fix|refactor|clean-?up|overhaul|"
+    r"migration|port|redesign|update|upgrade)\b|(?:i['’]d|i\s+would|we['’]d)\s+appreciate\s+"
+    r"(?:a|an|some)\s|would\s+be\s+(?:great|nice|good)\s+to\s+have\s+(?:a|an|some)\s|"
+    # The agent named as the one to do it: "Time for you to document X", "I'm asking you to
+    # merge …", "Hoping you can speed up …".
+    r"\byou\s+(?:to|can|could)\s+(?:\w+\s+)?(?:document|profile|merge|speed\s+up|fix|add|"
+    r"build|write|port|migrate|refactor|rewrite|implement|remove|clean\s+up|split|test|"
+    r"investigate|debug|update|review)\b|"
     # "I want the parser to handle empty files": a behaviour to build ("I want answers to
     # be short" is a liking).
     r"(?:i|we)\s+(?:really\s+)?want\s+(?!you\b|to\b)[^,.;]{1,50}?\s+to\s+(?!be\b|stay\b|"
@@ -104,10 +123,10 @@ ASKS_WORK = re.compile(
     r"^up\s+next|next\s+(?:milestone|up|thing|priority|item)\b|"
     r"priority(?:\s+(?:one|#?1|number\s+one))?\s+(?:is|:)|"
     r"(?:is|are)\s+(?:the|my|our|top)\s+(?:\w+\s+)?(?:priority|next\s+thing|main\s+thing|focus)|"
-    r"would\s+be\s+the\s+next\s+(?:thing|step)|(?:is|are)\s+next\s*[.!]?$|comes?\s+next|"
+    r"would\s+be\s+the\s+next\s+(?:thing|step)|(?:is|are)\s+next\s*[.!]?$|comes?\s+(?:next|first)|"
     r"what\s+(?:i|we)['’]?(?:m|re|\s+am|\s+are)\s+after|is\s+what\s+(?:i|we)\s+(?:need|want)|"
     r"(?:i['’]d|i\s+would|we['’]d)\s+like\s+[^,.;]{1,40}?\s+\w+ed\s*[.!]?$|"
-    r"[;:—–]\s*(?:please\s+|so\s+)?(?:fix|speed|clean|sort|tidy|optimi[sz]e|refactor|rewrite|"
+    r"[,;:—–]\s*(?:please\s+|so\s+)?(?:fix|speed|clean|sort|tidy|optimi[sz]e|refactor|rewrite|"
     r"update|improve|port)\s+(?:it|this|that|them)\b|could\s+use\s+(?:a|an|some|\w+)|"
     r"^we\s+should\s+(?:probably\s+|really\s+|now\s+)?(?:get|add|build|fix|implement|make|"
     r"write|port|move|set\s+up|create|migrate|refactor)\b|"
@@ -116,7 +135,8 @@ ASKS_WORK = re.compile(
 )
 # Verbs of work that lead an imperative, beside those of statements._WORK_VERBS.
 MORE_WORK_VERBS = re.compile(
-    r"^(?:please\s+|now\s+)?(?:focus|concentrate|tackle|address|sort\s+out|pick\s+up)\b",
+    r"^(?:please\s+|now\s+)?(?:focus|concentrate|tackle|address|sort\s+out|pick\s+up|"
+    r"switch\s+focus|move\s+on\s+to|on\s+to)\b",
     re.IGNORECASE,
 )
 
@@ -128,7 +148,8 @@ MORE_WORK_VERBS = re.compile(
 _RULE_WORDS = re.compile(
     r"\b(?:freeze|frozen|forbidden|offen[cs]e|blessing|approv(?:al|e|es|ed)|permission|"
     r"sign-?off|tops|mandatory|banned|exceptions?|untouched|strict(?:ly)?|policy|unless|"
-    r"except|never|nobody|compliance|illegal|confidential|protected|restricted)\b",
+    r"except|never|nobody|compliance|illegal|confidential|protected|restricted|sacred|"
+    r"untouchable|sacrosanct)\b",
     re.IGNORECASE,
 )
 _WEAK_RULE_WORDS = re.compile(

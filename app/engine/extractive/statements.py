@@ -72,15 +72,20 @@ _PROHIBITION = re.compile(
     r"must\s+never|mustn['’]t|shall\s+not|shan['’]t|should\s+not|shouldn['’]t|cannot|can['’]t|"
     r"can\s+not|may\s+not|not\s+(?:allowed|permitted|supposed|to\s+be)|under\s+no\s+circumstances|"
     r"in\s+no\s+case|no\s+one|nobody|forbid(?:s|den)?|prohibit(?:s|ed)?|disallow(?:s|ed)?|"
-    r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+)?"
-    r"(?:approval|permission|asking|consent|sign-?off)|"
+    # "The client won't allow any scraping", "Legal will not permit …".
+    r"(?:won['’]t|will\s+not|wouldn['’]t|would\s+not)\s+(?:allow|permit|tolerate|accept)|"
+    r"refrain|avoid(?:ing)?|without\s+(?:explicit\s+|prior\s+|written\s+|a\s+|an\s+|my\s+)?"
+    r"(?:\w+\s+)?(?:approval|permission|asking|consent|sign-?off|ticket)|"
+    # "Make no changes to prod.yaml", "Do nothing on prod-eu without …".
+    r"\b(?:make|do|take)\s+(?:no|nothing)\b(?!\s+mistake)|"
     # Said of what is ruled out rather than to whom: "upgrading isn't an option", "a
     # rewrite is off the table"; and reported: "Legal asked us not to log emails".
     r"(?:not|isn['’]t|aren['’]t)\s+(?:an?\s+)?option|not\s+negotiable|non-negotiable|"
     r"out\s+of\s+the\s+question|off\s+the\s+table|off[\s-]limits|"
     # Said as an idiom of keeping away ("hold off on deploys", "keep your hands off"), or
     # as whose job it is not ("a human's job, not yours", "only I get to do").
-    r"hold\s+off|hands\s+off|not\s+(?:yours|for\s+you|your\s+(?:job|call|decision))|"
+    r"hold\s+off|hands\s+off|not\s+(?:yours|for\s+you(?:r\s+\w+)?|your\s+(?:job|call|decision)|"
+    r"something\s+you\b)|"
     r"only\s+(?:i|me)\s+(?:get\s+to|can|may|am\s+allowed\s+to)|"
     r"(?:ask(?:ed|s)?|told|tells?|instructed|reminded|wants?|said)\s+(?:\w+\s+){0,2}not\s+to)\b",
     re.IGNORECASE,
@@ -109,8 +114,8 @@ def _prohibits(text: str) -> bool:
 
 # "No external network access.", "No emojis.", "No more than 5 …": a prohibition by itself.
 _NO_START = re.compile(
-    _LEAD + r"(?:no|zero|nothing|none)\s+(?!,|problem|worries|thanks|idea|luck|way|rush|"
-    r"biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)\w",
+    _LEAD + r"(?:absolutely\s+|strictly\s+)?(?:no|zero|nothing|none)\s+"
+    r"(?!,|problem|worries|thanks|idea|luck|way|rush|biggie|clue|change|progress|difference|longer|need|one\b|doubt|kidding|wonder)[\w`]",
     re.IGNORECASE,
 )
 _OBLIGATION = re.compile(
@@ -131,7 +136,11 @@ _OBLIGATION = re.compile(
     r"slower|faster|later|earlier|older|newer)\s+than\s+(?=[$\d])|"
     r"(?:stays?|staying|remains?|remaining|kept|keeps?)\s+(?:below|under|above|over|within|"
     r"at|on|there|put|as\s+is)|(?:below|under|above|beneath)\s+(?=[$\d])|"
-    r"nowhere\s+else|no\s+other|exclusively|solely)\b",
+    r"nowhere\s+else|no\s+other|exclusively|solely|"
+    # A bound said as what the value is: "Python 3.9 is the floor", "The deadline is
+    # Friday 17:00", "Postgres 14 is the oldest we support", "We target 99.9% uptime".
+    r"deadline|ceiling|(?:is|as)\s+the\s+floor|(?:oldest|newest|lowest|highest)\s+(?:\w+\s+)?"
+    r"(?:we|you)\s+(?:support|allow|accept)|we\s+target|timeout\s+is)\b",
     re.IGNORECASE,
 )
 # A short label before a colon: "Requirement:", "Next task:", "Round 5:", "FYI:".
@@ -154,6 +163,7 @@ _LABELLED = {
     "mission": Act.REQUEST,
     "list": Act.REQUEST,
     "job": Act.REQUEST,
+    "assignment": Act.REQUEST,
     "milestone": Act.REQUEST,
     "priority": Act.REQUEST,
     "preference": Act.PREFERENCE,
@@ -204,7 +214,14 @@ _SHOULD_SUBJECT = re.compile(
 )
 # A generic, quantified subject states a norm: "All prices go out in EUR", "Every endpoint
 # returns JSON".
-_UNIVERSAL = re.compile(_LEAD + r"(?:all|every|each|any|no)\s+\w", re.IGNORECASE)
+# So does a universal pronoun narrowed to what it covers: "Anything that emails customers
+# needs my go-ahead", "Everything in vendor/ stays as is" ("Everything works" states none).
+_UNIVERSAL = re.compile(
+    _LEAD + r"(?:(?:all|every|each|any|no)\s+\w|(?:anything|everything|anyone|everyone|"
+    r"anybody|everybody|whatever|whoever)\s+(?:that|which|who|in|under|from|on|touching|"
+    r"involving)\b)",
+    re.IGNORECASE,
+)
 _PREFERENCE = re.compile(
     r"\b(?:prefer(?:s|red|ably|ence|ences)?|rather|favou?r(?:s|ed)?|likes|loves?|hates?|"
     r"dislikes?|wants?|wish(?:es)?|ideally|would\s+like|i['’]d\s+like|i\s+like|fond\s+of|"
@@ -222,7 +239,9 @@ _PREFERENCE = re.compile(
 )
 # Imperatives about how to work (manner), as opposed to what work to do.
 _MANNER_VERB = re.compile(
-    _LEAD + _PLEASE + r"(?:keep|use|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|"
+    _LEAD
+    + _PLEASE
+    + r"(?:keep|use|target|go\s+with|stick\s+with|opt\s+for|report|respond|reply|answer|"
     r"write\s+(?:in|with|all|every|each|only|comments|commit|tests?\s+(?:in|with|for\s+every))|stick|follow|name|label|"
     r"format|limit|include|exclude|prefer|favou?r|avoid|ensure|make\s+sure|remember|treat|"
     r"ask|wait|double-check|put|store|return|mention|cite|stay|speak|output|round|sort|"
@@ -230,6 +249,12 @@ _MANNER_VERB = re.compile(
     r"tell\s+me\s+before|confirm|respect|preserve|retain|leave)\b"
     # "Output of this snippet is 344" names a thing; it asks nothing.
     r"(?!\s+(?:of|is|are|was|were|has|had)\b)",
+    re.IGNORECASE,
+)
+# What to do when something happens, said of stopping to check: "If a command would touch
+# prod, stop and ask me" is a rule; "stop the server" alone is work.
+_HALT = re.compile(
+    _LEAD + _PLEASE + r"(?:stop|pause|halt|abort|bail\s+out|escalate|ping\s+me|check\s+with)\b",
     re.IGNORECASE,
 )
 _CONDITION = re.compile(
@@ -248,7 +273,9 @@ _REQUEST_FRAME = re.compile(
     r"what['’]?s\s+left|what\s+(?:is\s+left|remains)|(?:the\s+)?(?:one\s+)?(?:thing|part|bit)"
     r"\s+(?:i|we)\s+(?:\w+\s+)?(?:need|want)(?:\s+\w+)?\s+is|(?:i['’]d|i\s+would)\s+love"
     r"\s+(?:for\s+)?(?:you\s+)?to|(?:main|primary|overall)\s+(?:objective|aim)|"
-    r"next\s+on\s+the\s+list|objective\s*:)",
+    r"next\s+on\s+the\s+list|objective\s*:|"
+    # "The next piece of work is a dashboard page".
+    r"(?:the\s+)?(?:next|first|main)\s+(?:piece|bit|item|chunk)\s+of\s+work)",
     re.IGNORECASE,
 )
 _WORK_VERBS = (
@@ -268,7 +295,10 @@ _WORK_VERB = re.compile(
     _LEAD
     + _PLEASE
     + _WORK_VERBS
-    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)",
+    + r"(?!\s*:)(?!\s+(?:for|of)\b[^!?]*\b(?:must|shall|has\s+to|needs?\s+to|is|are)\b)"
+    # Nor a noun compound that is the subject of a duty: "Build time should stay under
+    # 10 minutes", "Run time must stay below 18 hours".
+    r"(?!\s+\w+\s+(?:should|must|shall|has\s+to|needs?\s+to|can['’]t|cannot|stays?)\b)",
     re.IGNORECASE,
 )
 # A value set again, said as an imperative ("Change of plan for the port, make it 55"):
@@ -311,7 +341,8 @@ _CHATTER = re.compile(
 )
 # A value: numbers, paths, identifiers, code spans, quoted text, money, versions, hosts.
 _VALUE = re.compile(
-    r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d[\d,.]*\w*|"
+    # Money ends on a digit or its unit: "$700." at a sentence's end is "$700".
+    r"`[^`]+`|\"[^\"]{2,}\"|\$\s?\d(?:[\d,.]*\d)?\w*|"
     # An image or package tag without backticks: "python:4.2-willow", "redis:7".
     r"\b[a-z][\w.-]*:\d[\w.-]*[\w]|\b[a-z][\w.-]*:\d\b|"
     # What "X = Y" sets: "the log library = tenacity".
@@ -364,12 +395,19 @@ def split_aside(text: str) -> tuple[str, str] | None:
     return found.group(1), rest
 
 
+def _label_kind(label: str) -> Act | None:
+    """What a label says follows: by its last word ("Next task:"), or its first when the
+    rest says which one ("Task for this afternoon:", "Your next assignment:")."""
+    words = label.casefold().split()
+    return _LABELLED.get(words[-1]) or (_LABELLED.get(words[0]) if len(words) > 1 else None)
+
+
 def classify(sentence: str, by_words_too: bool = True) -> Act:
     """What one sentence of user text does. Its form decides; a sentence of no known form
     is read by its words (`act_by_words`) unless `by_words_too` is false."""
     text = sentence.strip()
     label = _LABEL.match(text)
-    labelled = label is not None and label.group(1).casefold().split()[-1] in _LABELLED
+    labelled = label is not None and _label_kind(label.group(1)) is not None
     # A label that says what follows ("Main objective: …") is no aside.
     aside = None if labelled else split_aside(text)
     if aside is not None:
@@ -384,7 +422,7 @@ def classify(sentence: str, by_words_too: bool = True) -> Act:
             return rest
     if label and len(text[label.end() :].split()) >= 3:
         # "Requirement: …", "Task: …", "Round 5: try …": the label may say what it is.
-        said = _LABELLED.get(label.group(1).casefold().split()[-1])
+        said = _label_kind(label.group(1))
         rest = classify(text[label.end() :], by_words_too)
         if said is None or (rest in (Act.RULE, Act.PREFERENCE) and said is Act.FACT):
             return rest
@@ -423,8 +461,9 @@ def classify(sentence: str, by_words_too: bool = True) -> Act:
     if works and HABIT.search(text):
         # "Run the linter before each commit": work done as a habit binds every turn.
         return Act.RULE
-    condition = _CONDITION.match(text)
-    if condition and _MANNER_VERB.match(condition.group(1)):
+    # "Also if …, stop and ask me": the lead-in is no part of the condition.
+    condition = _CONDITION.match(without_lead(text))
+    if condition and (_MANNER_VERB.match(condition.group(1)) or _HALT.match(condition.group(1))):
         # "When you hit a brute-force step, please use a script": a rule with a condition.
         return Act.RULE
     if condition and (
@@ -472,6 +511,12 @@ def bounds_the_work(text: str) -> bool:
     return bool(_prohibits(text) or _NO_START.match(text) or _BOUND.search(text))
 
 
+_STAYS_WITHIN = re.compile(
+    r"\b(?:stays?|remain|be|keep)\s+(?:below|under|within|above|at\s+(?:most|least))\s+[$\d]",
+    re.IGNORECASE,
+)
+
+
 def _is_obligation(text: str) -> bool:
     found = _OBLIGATION.search(text)
     if found is None:
@@ -483,7 +528,10 @@ def _is_obligation(text: str) -> bool:
         if not subject:
             return True
         if modal.group(0).casefold() == "should":
-            return _SHOULD_SUBJECT.match(subject) is not None
+            # "Build time should stay under 10 minutes": a bound after it binds whatever
+            # the subject; "the attribute should be optional" has none.
+            bound = _STAYS_WITHIN.search(text, modal.end())
+            return _SHOULD_SUBJECT.match(subject) is not None or bound is not None
         if _PRONOUN_SUBJECT.fullmatch(subject) and not _BE_NEXT.match(text[modal.end() :]):
             # "It has to run offline", "This needs to fit in 512 MB": the thing being built
             # must do something. "It must be a race" guesses; it binds nothing.
@@ -525,6 +573,25 @@ def statements(text: str) -> list[Statement]:
         previous: tuple[str, Act] | None = None
         for sentence in line:
             act = classify(sentence)
+            if (
+                previous is not None
+                # A fragment read as a rule by a word ("the PR size limit.") still only
+                # names the subject when it is a noun phrase, not an imperative.
+                and (
+                    previous[1] in (Act.CHATTER, Act.FACT)
+                    or _NOUN_PHRASE.match(_topic(previous[0]))
+                )
+                and _comments_on_topic(previous[0], sentence)
+            ):
+                # "Oh, the bastion SSH port. That's 4411 now.": the fragment names what the
+                # statement is about; apart, one has no value and the other no subject.
+                joined = f"{previous[0]} {sentence}"
+                if found and found[-1].text == previous[0]:
+                    found[-1] = Statement(joined, act)
+                else:
+                    found.append(Statement(joined, act))
+                previous = (joined, act)
+                continue
             if previous is not None and _belongs_to_previous(previous, sentence, act):
                 joined = f"{previous[0]} {sentence}"
                 merged_act = _merged_act(previous[1], act)
@@ -534,6 +601,62 @@ def statements(text: str) -> list[Statement]:
             found.append(Statement(sentence, act))
             previous = (sentence, act)
     return found
+
+
+# A statement whose subject is only "that" or "it", carrying a value: "That's 4411 now.",
+# "It's 4.2 as of this week."
+_POINTS_BACK_WITH_VALUE = re.compile(
+    r"^(?:that|it|this)(?:['’]s|\s+is|\s+will\s+be|['’]ll\s+be|\s+(?:has|have)\s+"
+    r"(?:moved|changed|become|been))\b",
+    re.IGNORECASE,
+)
+
+
+# A word that makes a fragment a clause of its own ("that works.", "I ran the suite."): a
+# noun phrase has none.
+_CLAUSE_WORD = re.compile(
+    r"\b(?:is|are|was|were|be|been|am|has|have|had|do|does|did|can|could|will|would|should|"
+    r"must|may|might|works?|worked|ran|runs?|i|we|you|they|he|she|it|that|this)\b|n['’]t\b",
+    re.IGNORECASE,
+)
+
+
+# In a noun phrase a pronoun opens a relative clause: "the currency I read amounts in".
+_NOUN_PHRASE = re.compile(r"^(?:the|our|my|your|a|an)\s", re.IGNORECASE)
+_CLAUSE_PRONOUN = re.compile(r"\b(?:i|we|you|they)\b", re.IGNORECASE)
+
+
+def _is_clause(fragment: str) -> bool:
+    if _NOUN_PHRASE.match(fragment):
+        fragment = _CLAUSE_PRONOUN.sub(" ", fragment)
+    return _CLAUSE_WORD.search(fragment) is not None
+
+
+def _topic(before: str) -> str:
+    """A fragment without its lead-ins and asides: what it names."""
+    fragment = without_lead(before.strip())
+    aside = split_aside(fragment)
+    if aside is not None:
+        # "Note to self and to you: Oh, the progress interval." names it after the aside.
+        fragment = without_lead(aside[1])
+    return fragment
+
+
+def _comments_on_topic(before: str, sentence: str) -> bool:
+    """Whether `sentence` says, with a value, something about the short fragment before it
+    ("The deploy window? It's 18:00 now."): a noun phrase of a few words, no clause."""
+    fragment = _topic(before)
+    return (
+        len(fragment.split()) <= 8
+        and not _is_clause(fragment)
+        and bool(_content(fragment))
+        and fragment.rstrip()[-1:] in ".?:"
+        and not _CHATTER.match(fragment)
+        and _POINTS_BACK_WITH_VALUE.match(sentence.strip()) is not None
+        and not _CHATTER.match(sentence.strip())
+        # A value, or one plain word for it: "That's respx now."
+        and (bool(values_in(sentence)) or len(sentence.split()) <= 4)
+    )
 
 
 def _belongs_to_previous(previous: tuple[str, Act], sentence: str, act: Act) -> bool:
@@ -570,6 +693,8 @@ _STOPWORDS_TEXT = (
     "whose where when how it's that's what's there's here's"
 )
 _STOPWORDS_TEXT += " hey hi hello ah oh hmm yo ok okay btw but yet though although"
+# "per-query" and "per-migration" share no subject: "per" says how, like "each".
+_STOPWORDS_TEXT += " per"
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _NOT_NAMES_TEXT = (
     "actually correction update heads also quick turns just anyway sorry hey oh ah ok okay "

@@ -37,6 +37,7 @@ from app.engine.extractive.text_agents import (
     without_demonstrations,
 )
 from app.engine.extractive.tools import ToolCallSummary, describe_tool_call
+from app.engine.extractive.updates import states_new_value
 from app.engine.messages import Block, BlockKind, Message, Role
 
 GOAL_TOKENS = 400
@@ -178,7 +179,11 @@ class _Reader:
         for statement in found:
             if _is_rule(statement):
                 self.items.append(self._item(ItemKind.RULE, statement.text))
-            elif statement.act is Act.FACT:
+            elif statement.act is Act.FACT or (
+                statement.act is Act.CHATTER and states_new_value(statement.text)
+            ):
+                # "The serialization library: structlog (was orjson)" reads as chatter by
+                # its form (no value `values_in` knows, few words); it changes a value.
                 self.items.append(self._item(ItemKind.FACT, statement.text))
         if any(s.act is not Act.CHATTER for s in found):
             self.unanswered_request = cap(one_line(words), _REQUEST_CHARS)

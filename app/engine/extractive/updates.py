@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from app.engine.extractive.statements import content_words, split_aside, values_in, without_lead
+from app.engine.extractive.update_values import set_aside_values, set_values
 
 REPLACES = " (replaces earlier: "
 # The score of an update that names the value it replaces: above any other match.
@@ -25,6 +26,7 @@ _REPLACES_SUFFIX = re.compile(r"^(.*?) \(replaces earlier: (.*)\)$", re.DOTALL)
 _UPDATE_CUE = re.compile(
     r"\b(?:now|instead|no\s+longer|any\s?more|changed?|changing|switch(?:ed)?|moved?|"
     r"correction|correct(?:ed)?|actually|update[ds]?|revised?|scratch\s+that|never\s+mind|"
+    r"bec[ao]mes?|"
     r"from\s+now\s+on|going\s+forward|as\s+of|rather|"
     # "New" says a value changed when it is about the value ("New info on …", "the new
     # port is 80"), not when it describes a thing ("snake_case for new JSON fields").
@@ -57,7 +59,8 @@ _UPDATE_WORDS_TEXT = (
     "shortened override heads today yesterday use using plan please note disregard ignore "
     "forget said wrote told following misspoke wrong earlier small here mistake make gave "
     "plan heads-up got days starting effective went gone swapped renamed relocated "
-    "amended adjusted meant typo oops different"
+    "amended adjusted meant typo oops different became becomes become previously formerly "
+    "got"
 )
 # Compared with content words, which are stemmed ("moved" → "mov"): both forms.
 _UPDATE_WORDS = frozenset(_UPDATE_WORDS_TEXT.split()) | content_words(_UPDATE_WORDS_TEXT)
@@ -145,7 +148,11 @@ _KIND_RES = {
 
 
 # An aside that names what follows is about it: "About the port: use 8081 instead".
-_NAMES_SUBJECT = re.compile(r"\b(?:about|regarding|re|on|for|concerning|as\s+for)\b", re.I)
+# So does one that is a noun phrase: "The serialization library: structlog (was orjson)".
+_NAMES_SUBJECT = re.compile(
+    r"\b(?:about|regarding|re|on|for|concerning|as\s+for)\b|^(?:the|our|my|your|this|that)\s",
+    re.I,
+)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -161,6 +168,10 @@ def core(text: str) -> str:
     return without_lead(text)
 
 
+_PREFIXES_TEXT = "pre non post anti sub multi re co semi un de mis over under"
+_PREFIXES = frozenset(_PREFIXES_TEXT.split())
+
+
 @functools.lru_cache(maxsize=8192)
 def subject_words(text: str) -> frozenset[str]:
     """What a statement is about: its content words (a hyphenated word also by its parts:
@@ -171,7 +182,8 @@ def subject_words(text: str) -> frozenset[str]:
     words |= {
         part
         for word in words
-        if "-" in word
+        # "pre-prod" is not "prod", nor "non-blocking" "blocking": a prefix makes another thing.
+        if "-" in word and word.split("-", 1)[0] not in _PREFIXES
         for part in content_words(word.replace("-", " "))
         if part not in _UPDATE_WORDS
     }
@@ -202,13 +214,48 @@ def _shape(value: str) -> str:
     return "word"
 
 
+# A request whose work is setting a value: "Make the bastion SSH port 4411 instead",
+# "set the retry count to 5".
+_SETS_A_VALUE = re.compile(
+    r"^(?:please\s+)?(?:make|set|change|switch|move|bump|raise|lower|increase|reduce|turn)\b",
+    re.IGNORECASE,
+)
+
+
+def sets_a_value(text: str) -> bool:
+    """Whether a request asks for nothing but a value set: an imperative of setting that
+    carries a value."""
+    said = core(text)
+    return bool(_SETS_A_VALUE.match(said)) and bool(set_values(said, _UPDATE_WORDS))
+
+
+def states_new_value(text: str) -> bool:
+    """Whether `text` says that something changed and gives the value it is now, in a
+    value's form or as a plain word where a value goes, about a named subject."""
+    said = core(text)
+    return (
+        says_change(said)
+        and bool(set_values(said, _UPDATE_WORDS))
+        and len(content_words(said) - _UPDATE_WORDS) >= 2
+    )
+
+
 def says_change(text: str) -> bool:
     """Whether `text` says that something changed. A cue in the aside counts
     ("Correction: …"), one only made by the aside and what follows does not ("Not
     related, but …" is no "not X but Y")."""
     aside = split_aside(text)
     parts = aside if aside is not None else (text,)
-    return any(_UPDATE_CUE.search(part) for part in parts)
+    return any(_UPDATE_CUE.search(part) for part in parts) or bool(_NAMES_WHAT_IT_WAS.search(text))
+
+
+# A change said by naming what the value was: "the Go version: 4.2 (was 3.11)", "the host
+# is b.internal, formerly a.internal", "I got it wrong earlier".
+_NAMES_WHAT_IT_WAS = re.compile(
+    r"\((?:was|previously|formerly|used\s+to\s+be)\s+[^)]+\)|\bused\s+to\s+be\b|"
+    r"\b(?:previously|formerly)\b|\bgot\s+(?:it|that|this)\s+wrong\b|\bi\s+was\s+wrong\b",
+    re.IGNORECASE,
+)
 
 
 def _fine_shape(value: str) -> str | None:
@@ -258,16 +305,16 @@ _DISMISSES = re.compile(
 
 
 def _names_plainly(new: str, old: str, old_values: set[str]) -> bool:
-    """Whether `new` names, as a plain word, a value `old` gave quoted ("`tenacity`")."""
+    """Whether `new` sets aside, named as a plain word, a value `old` gave quoted
+    ("`tenacity`"): named after "ignore the", "not" …, not as the new value."""
     quoted = {v for v in old_values if re.search(rf"[`\"']{re.escape(v)}[`\"']", old)}
-    return any(
-        len(v) >= 4 and re.search(rf"(?<![\w`]){re.escape(v)}(?![\w`])", new, re.IGNORECASE)
-        for v in quoted
-    )
+    aside = {v.casefold() for v in set_aside_values(new)}
+    return any(len(v) >= 4 and v.casefold() in aside for v in quoted)
 
 
 def _name_words(values: set[str]) -> set[str]:
-    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{2,}", w)}
+    # Two letters are a name too ("Go 3.11" and "the Go version"): values hold no "It".
+    return {w.casefold() for v in values for w in v.split() if re.fullmatch(r"[A-Z][a-z]{1,}", w)}
 
 
 def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> float:
@@ -281,8 +328,10 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
     if not cue:
         return 0.0
     old_main = main_text(old)
-    # Values read without the lead-ins: "btw Change of plan …" capitalises no value.
-    new_values = set(values_in(core(new)))
+    # Values read without the lead-ins: "btw Change of plan …" capitalises no value. A
+    # plain word where an update puts its value ("the mocking library has changed —
+    # respx") is one too.
+    new_values = set(set_values(core(new), _UPDATE_WORDS))
     old_values = set(values_in(core(old_main)))
     if old_values and _DISMISSES.search(new) and _names_plainly(new, old_main, old_values):
         # "Ignore the tenacity I gave you; the log library is polars": it names the old
@@ -290,22 +339,40 @@ def supersedes(new: str, old: str, said_in: Mapping[str, int] | None = None) -> 
         return NAMES_OLD_VALUE
     if not new_values or not old_values:
         return 0.0
+    aside = {v.casefold() for v in set_aside_values(core(new))}
+    if aside and not aside & {v.casefold().rstrip(".,;:") for v in old_values}:
+        # It names the value it sets aside ("…, not attrs"): only an item stating that
+        # value is the one it changes.
+        return 0.0
     fresh = new_values - old_values
     gone = old_values - new_values
     if not fresh:
         return 0.0
     new_words = set(subject_words(new))
-    # An item that replaced an earlier one names its subject both ways: "the overnight
-    # dump starts = 06:15" after "The nightly export kicks off at 04:45".
+    # An item that replaced an earlier one names its subject either way: "the overnight
+    # dump starts = 06:15" after "The nightly export kicks off at 04:45". Each wording is
+    # matched apart, the closer one counting: both together would outweigh an item said
+    # once in the same words.
     earlier = replaced_text(old)
-    old_words = set(subject_words(old_main) | (subject_words(earlier) if earlier else frozenset()))
+    wordings = [set(subject_words(old_main))] + ([set(subject_words(earlier))] if earlier else [])
     # A proper name both mention ("the Redis cache", "the Redis host") is what both are
     # about, not a value either changes: it counts as a shared subject word. An acronym
     # ("the API", "CI") is too generic to tell one item by.
     # By word: "Minimum Postgres is 15" reads "Minimum Postgres" as one name.
     names = _name_words(old_values) & _name_words(new_values)
-    shared = new_words & old_words | names | _abbreviated(new_words, old_words)
+
+    def shared_with(old_words: set[str]) -> set[str]:
+        return new_words & old_words | names | _abbreviated(new_words, old_words)
+
+    old_words = max(wordings, key=lambda words: len(shared_with(words)))
+    shared = shared_with(old_words)
     coverage = len(shared) / max(1, min(len(new_words), len(old_words)))
+    set_aside = {v for v in old_values if v.casefold().rstrip(".,;:") in aside}
+    if set_aside and {_kind(v) for v in fresh} & {_kind(v) for v in set_aside}:
+        # "The currency I read amounts in is no longer CHF — it's JPY": it sets aside a
+        # value this item states, for one of its kind (a word like CHF counts here); of
+        # two items stating it, the one sharing more of its words.
+        return NAMES_OLD_VALUE + coverage
     fresh_shapes = {_shape(v) for v in fresh}
     named = [v for v in old_values & new_values if not v.isalpha()]
     if any(_shape(v) in fresh_shapes for v in named):
