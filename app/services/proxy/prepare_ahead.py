@@ -287,6 +287,18 @@ class PrepareAhead:
             await self.leases.release(key)
         return None
 
+    async def under_way(self, key: tuple[str, ...]) -> bool:
+        """True when the background summary of `key` runs, here or on another replica
+        (which holds its lease)."""
+        if self.background.running(key):
+            return True
+        taken = await self.leases.take(key)
+        if taken is Taken.TAKEN:
+            # Only asked to know.
+            with anyio.CancelScope(shield=True):
+                await self.leases.release(key)
+        return taken is Taken.ELSEWHERE
+
     def used(self, key: tuple[str, ...], prefix_hash: str) -> bool:
         """Marks the prepared summary of `prefix_hash` used; True when it was one, not
         used before."""

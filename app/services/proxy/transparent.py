@@ -487,14 +487,20 @@ class TransparentCompactor:
         wanted, counted = now
         conversation, history, full = caller
         key = self._ahead_key(conversation)
+        envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
+        budget = envelope.output_budget if envelope is not None else 0
+        fits = self.ahead.fits_window(counted, budget)
+        if not fits and not await self.ahead.under_way(key):
+            # The turn must wait and nothing was started before it: waiting for a summary
+            # started now is the inline compaction with more steps (a lease, a task, the
+            # cache written and read back), so it is the inline one.
+            return None
         where = await self._prepare_ahead(
             call, wanted, conversation, history, full, hit, needed=True
         )
         if where is None:
             return None
-        envelope = call.envelope if body is call.body else call.api.envelope(body, call.path_params)
-        budget = envelope.output_budget if envelope is not None else 0
-        if self.ahead.fits_window(counted, budget):
+        if fits:
             report.prepared = Prepared.PENDING.value
             log_event(
                 log,

@@ -134,6 +134,26 @@ def test_a_history_under_the_soft_threshold_starts_nothing(
         assert "compactor_prepared_wasted_total 0.0" in httpx.get(f"{url}/metrics").text
 
 
+def test_a_turn_over_the_window_with_nothing_prepared_compacts_inline(
+    tmp_path: Path, upstream: FakeUpstream, summarizer: OpenAIFake
+) -> None:
+    # From under the soft threshold to past the window in one turn (a huge tool result):
+    # no summary was on its way, so the turn compacts inline; it starts no background
+    # summary only to wait for it.
+    with live_service(ahead_settings(tmp_path, upstream, summarizer)) as url:
+        client = openai_client(url)
+        history: list[dict[str, Any]] = [user_turn(i) for i in range(6)]
+        raw = _turn(client, history)
+        assert int(raw.headers["x-compactor-tokens-before"]) <= 5_570
+        history.append(user_turn(50, words=2_500))
+        raw = _turn(client, history)
+        assert int(raw.headers["x-compactor-tokens-before"]) > 8_192
+        assert raw.headers["x-compactor-compacted"] == "true"
+        assert "x-compactor-prepared" not in raw.headers
+        assert len(summarizer.received) == 1
+        assert started(url) == 0
+
+
 def _outcomes(url: str) -> dict[str, float]:
     found = {}
     for line in httpx.get(f"{url}/metrics").text.splitlines():
