@@ -55,6 +55,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,60 @@ TRANSCRIPTS = {
     "4d5611e5": SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.openai.json",
     "4d5611e5.agent": SHARED / "4d5611e5.agent-a2898e3.openai.json",
 }
+# The Claude Code sessions' window (threshold 34,000 after the reserve).
+WINDOW = 40_000
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A transcript to replay, and the model window it is replayed against."""
+
+    name: str
+    messages: list[dict[str, Any]]
+    window: int
+
+    @property
+    def reserve(self) -> int:
+        return self.window // 10
+
+    @property
+    def threshold(self) -> int:
+        return self.window - self.reserve
+
+
+def claude_code(name: str) -> Replayed:
+    messages = json.loads(TRANSCRIPTS[name].read_text())["messages"]
+    return Replayed(name, messages, WINDOW)
+
+
+def other_agents() -> list[Replayed]:
+    """The OpenHands, SWE-agent and swe_play transcripts (--transcripts real), each with a
+    window whose threshold the whole transcript crosses about two and a half times (as the
+    Claude Code sessions cross theirs three to five times: they are 8k–65k tokens long, and
+    a 40,000-token window would compact few of them), and at least four times what comes
+    before the agent's first reply."""
+    from tests import real_transcripts
+
+    found = []
+    for t in (*real_transcripts.openhands(), *real_transcripts.swe_agent()):
+        found.append(_sized(t.name, t.messages))
+    for t in real_transcripts.swe_play():
+        found.append(_sized(t.name, t.messages))
+    return found
+
+
+def _sized(name: str, messages: list[dict[str, Any]]) -> Replayed:
+    # About four characters a token: the window only has to be of the right size.
+    tokens = len(orjson.dumps(messages)) // 4
+    # What comes before the first reply (the task, a text-action agent's instructions) is
+    # never folded; a threshold it filled most of would compact on every turn.
+    first_reply = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    opening = len(orjson.dumps(messages[:first_reply])) // 4
+    threshold = max(4_000, int(tokens / 2.5), 4 * opening)
+    window = -(-threshold * 10 // 9 // 500) * 500
+    return Replayed(name.split("/", 1)[-1], messages, window)
+
+
 SUMMARY = "## Goal\n- replay\n## Progress\n### Done\n- [x] turns\n## Next Steps\n1. go on"
 
 
@@ -207,11 +262,12 @@ def replay(
     replicas: int = 1,
     lease: bool = True,
     mode: str = "stateless",
-    transcript: Path = TRANSCRIPT,
+    transcript: Replayed | None = None,
     trace: Trace | None = None,
 ) -> dict[str, Any]:
     """One session replayed; per-turn latencies split into compacting and normal turns."""
-    messages = json.loads(transcript.read_text())["messages"]
+    transcript = transcript or claude_code("fa812bfe")
+    messages = transcript.messages
     calls: list[float] = []
     next_reply: dict[str, Any] = {}
     upstream_of = transcript_upstream(next_reply) if mode == "session" else upstream_app
@@ -228,7 +284,12 @@ def replay(
             summarizer_model="fake-summarizer",
             summarizer_api_key="sk-bench",
             prepare_ahead_ratio=ratio if ratio == "off" else float(ratio),
-            models={"gpt-4o": {"context_window": 40_000, "reserve_tokens": 4_000}},
+            models={
+                "gpt-4o": {
+                    "context_window": transcript.window,
+                    "reserve_tokens": transcript.reserve,
+                }
+            },
         )
         compacting: list[float] = []
         normal: list[float] = []
@@ -280,7 +341,7 @@ def replay(
                 turns_seen.append((before, prepared, answer.headers.get("x-compactor-compacted")))
                 # A compacting turn: the one whose history is over the threshold and that
                 # either summarized (inline) or used/deferred a prepared summary.
-                over = before > 34_000
+                over = before > transcript.threshold
                 fresh = prepared is not None or (ratio == "off" and over and calls_grew(calls))
                 (compacting if fresh else normal).append(elapsed)
                 time.sleep(think)
@@ -370,7 +431,8 @@ def main() -> None:
     parser.add_argument(
         "--transcripts",
         default="fa812bfe",
-        help=f"Comma-separated, of {', '.join(TRANSCRIPTS)}; or all.",
+        help=f"Comma-separated, of {', '.join(TRANSCRIPTS)}; or all (those three); or real "
+        "(those three and the OpenHands, SWE-agent and swe_play transcripts).",
     )
     parser.add_argument(
         "--ratios",
@@ -382,7 +444,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     modes = ("stateless", "session") if args.mode == "both" else (args.mode,)
-    names = list(TRANSCRIPTS) if args.transcripts == "all" else args.transcripts.split(",")
+    if args.transcripts in ("all", "real"):
+        replayed = [claude_code(name) for name in TRANSCRIPTS]
+        replayed += other_agents() if args.transcripts == "real" else []
+    else:
+        replayed = [claude_code(name) for name in args.transcripts.split(",")]
     think = 5.0 * args.scale
     print(
         f"scale {args.scale}: think {think:.3f} s (real sleep), times in ms (scaled), "
@@ -393,7 +459,7 @@ def main() -> None:
     runs = [("off", True)] + [(ratio, True) for ratio in ratios]
     runs += [(ratio, False) for ratio in ratios] if args.replicas > 1 else []
     print(
-        f"{'transcript':>14} {'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
+        f"{'transcript':>24} {'mode':>9} {'summary':>8} {'ratio':>5} {'lease':>5} {'turns':>6} "
         f"{'compacting p50':>15} {'p99':>9} "
         f"{'normal p50':>11} {'added p50':>10} {'added p99':>10} "
         f"{'calls':>6}  states / prepared outcomes"
@@ -401,12 +467,12 @@ def main() -> None:
     totals: dict[tuple[str, float, str, bool], int] = {}
     for mode in modes:
         for seconds in (float(x) for x in args.summaries.split(",")):
-            for name in names:
+            for transcript in replayed:
                 for ratio, lease in runs:
-                    calls = report(name, mode, seconds, ratio, lease, think, args)
+                    calls = report(transcript, mode, seconds, ratio, lease, think, args)
                     key = (mode, seconds, ratio, lease)
                     totals[key] = totals.get(key, 0) + calls
-    if len(names) > 1:
+    if len(replayed) > 1:
         print("summarizer calls, every transcript:")
         for (mode, seconds, ratio, lease), calls in totals.items():
             if ratio == "off":
@@ -419,21 +485,26 @@ def main() -> None:
 
 
 def report(
-    name: str, mode: str, seconds: float, ratio: str, lease: bool, think: float, args: Any
+    transcript: Replayed,
+    mode: str,
+    seconds: float,
+    ratio: str,
+    lease: bool,
+    think: float,
+    args: Any,
 ) -> int:
     """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`."""
+    name = transcript.name
     _seen["n"] = 0
     delay = seconds * args.scale
     trace = Trace() if args.trace else None
     if trace is not None:
         print(f"  trace: {name} {mode} {seconds:.0f}s ratio {ratio}", file=sys.stderr)
-    result = replay(
-        ratio, delay, think, args.turns, args.replicas, lease, mode, TRANSCRIPTS[name], trace
-    )
+    result = replay(ratio, delay, think, args.turns, args.replicas, lease, mode, transcript, trace)
     c50, c99 = pct(result["compacting"])
     n50, _ = pct(result["normal"])
     print(
-        f"{name:>14} {mode:>9} {seconds:>7.0f}s {ratio:>5} {'on' if lease else 'off':>5} "
+        f"{name[:24]:>24} {mode:>9} {seconds:>7.0f}s {ratio:>5} {'on' if lease else 'off':>5} "
         f"{len(result['compacting']):>6} "
         f"{c50 * 1000:>15.1f} {c99 * 1000:>9.1f} {n50 * 1000:>11.1f} "
         f"{(c50 - n50) * 1000:>10.1f} {(c99 - n50) * 1000:>10.1f} "
