@@ -66,6 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import app.composition  # noqa: E402
+from app.engine.compaction.thresholds import CompactionSettings, compaction_threshold  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.services.proxy.ahead_leases import AheadLeases  # noqa: E402
 from app.serving import NoDelayH11Protocol  # noqa: E402
@@ -91,7 +92,7 @@ TRANSCRIPTS = {
     "4d5611e5": SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.openai.json",
     "4d5611e5.agent": SHARED / "4d5611e5.agent-a2898e3.openai.json",
 }
-# The Claude Code sessions' window (threshold 34,000 after the reserve).
+# The Claude Code sessions' window (threshold 34,000: 0.85 of it).
 WINDOW = 40_000
 
 
@@ -109,7 +110,8 @@ class Replayed:
 
     @property
     def threshold(self) -> int:
-        return self.window - self.reserve
+        """The service's threshold for this window and reserve (0.85 of the window)."""
+        return compaction_threshold(CompactionSettings(self.window, self.reserve))
 
 
 def claude_code(name: str) -> Replayed:
@@ -141,7 +143,7 @@ def _sized(name: str, messages: list[dict[str, Any]]) -> Replayed:
     first_reply = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
     opening = len(orjson.dumps(messages[:first_reply])) // 4
     threshold = max(4_000, int(tokens / 2.5), 4 * opening)
-    window = -(-threshold * 10 // 9 // 500) * 500
+    window = -(-threshold * 100 // 85 // 500) * 500
     return Replayed(name.split("/", 1)[-1], messages, window)
 
 
@@ -179,8 +181,9 @@ _TRACED = {
 }
 
 
-def summarizer_app(delay: float, calls: list[float], trace: Trace | None = None) -> Any:
-    """An OpenAI-compatible summarizer that answers after `delay` seconds."""
+def summarizer_app(delay: float, calls: list[list[float]], trace: Trace | None = None) -> Any:
+    """An OpenAI-compatible summarizer that answers after `delay` seconds; `calls` gets
+    each call's start and end (monotonic)."""
     reply = orjson.dumps(
         {
             "id": "s",
@@ -204,10 +207,13 @@ def summarizer_app(delay: float, calls: list[float], trace: Trace | None = None)
         more = True
         while more:
             more = (await receive()).get("more_body", False)
-        calls.append(time.monotonic())
+        # Counted when it begins (a call cut short still happened); ended when answered.
+        span = [time.monotonic(), float("inf")]
+        calls.append(span)
         if trace is not None:
             trace.calls.append(trace.turn)
         await asyncio.sleep(delay)
+        span[1] = time.monotonic()
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": reply})
@@ -268,7 +274,7 @@ def replay(
     """One session replayed; per-turn latencies split into compacting and normal turns."""
     transcript = transcript or claude_code("fa812bfe")
     messages = transcript.messages
-    calls: list[float] = []
+    calls: list[list[float]] = []
     next_reply: dict[str, Any] = {}
     upstream_of = transcript_upstream(next_reply) if mode == "session" else upstream_app
     with (
@@ -323,6 +329,7 @@ def replay(
                 if trace is not None:
                     trace.turn = turn
                 started = time.perf_counter()
+                sent = time.monotonic()
                 answer = client.post(
                     f"{proxy}/v1/chat/completions",
                     content=body,
@@ -333,6 +340,7 @@ def replay(
                     },
                 )
                 elapsed = time.perf_counter() - started
+                answered = time.monotonic()
                 answer.raise_for_status()
                 prepared = answer.headers.get("x-compactor-prepared")
                 before = int(answer.headers.get("x-compactor-tokens-before") or 0)
@@ -340,9 +348,11 @@ def replay(
                     states[prepared] = states.get(prepared, 0) + 1
                 turns_seen.append((before, prepared, answer.headers.get("x-compactor-compacted")))
                 # A compacting turn: the one whose history is over the threshold and that
-                # either summarized (inline) or used/deferred a prepared summary.
+                # either used/deferred a prepared summary or waited for a summarizer call
+                # (one that began and ended while the turn was answered: inline).
                 over = before > transcript.threshold
-                fresh = prepared is not None or (ratio == "off" and over and calls_grew(calls))
+                waited = any(sent <= begun and ended <= answered for begun, ended in calls)
+                fresh = prepared is not None or (over and waited)
                 (compacting if fresh else normal).append(elapsed)
                 time.sleep(think)
             # Background summaries still running count as made.
@@ -399,16 +409,6 @@ def _patched(module: Any, name: str, value: Any) -> Any:
         yield
     finally:
         setattr(module, name, saved)
-
-
-_seen = {"n": 0}
-
-
-def calls_grew(calls: list[float]) -> bool:
-    """True when the summarizer was called since the last look (inline compaction)."""
-    grew = len(calls) > _seen["n"]
-    _seen["n"] = len(calls)
-    return grew
 
 
 def pct(samples: list[float]) -> tuple[float, float]:
@@ -495,7 +495,6 @@ def report(
 ) -> int:
     """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`."""
     name = transcript.name
-    _seen["n"] = 0
     delay = seconds * args.scale
     trace = Trace() if args.trace else None
     if trace is not None:
