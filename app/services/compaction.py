@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -70,28 +70,19 @@ class NullObserver:
         return None
 
 
+@dataclass(eq=False)
 class CompactionService:
     """Compacts one history with the configured summarizer."""
 
-    def __init__(
-        self,
-        estimation: EstimationService,
-        summarizer: Summarizer,
-        default_thinking: ThinkingLevel = ThinkingLevel.OFF,
-        marker: SummaryMarker | None = None,
-        observer: CompactionObserver | None = None,
-        tracer: Tracer | None = None,
-        clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS,
-    ) -> None:
-        self.estimation = estimation
-        # The strategies' clearing moves in cache-aware steps of this many tokens
-        # (app.engine.clearing); 0 clears by the per-request rule (COMPACTOR_CLEARING=exact).
-        self.clear_step_tokens = clear_step_tokens
-        self.summarizer = summarizer
-        self.default_thinking = default_thinking
-        self.marker = marker or SummaryMarker()
-        self.observer: CompactionObserver = observer or NullObserver()
-        self.tracer: Tracer = tracer or NullTracer()
+    estimation: EstimationService
+    summarizer: Summarizer
+    default_thinking: ThinkingLevel = ThinkingLevel.OFF
+    marker: SummaryMarker = field(default_factory=SummaryMarker)
+    observer: CompactionObserver = field(default_factory=NullObserver)
+    tracer: Tracer = field(default_factory=NullTracer)
+    # The strategies' clearing moves in cache-aware steps of this many tokens
+    # (app.engine.clearing); 0 clears by the per-request rule (COMPACTOR_CLEARING=exact).
+    clear_step_tokens: int = DEFAULT_CLEAR_STEP_TOKENS
 
     async def compact(
         self,

@@ -99,12 +99,12 @@ class _WireHandler(Generic[W]):
         return self.wire.self_managed(body)
 
 
+@dataclass(eq=False)
 class MessagesHandler(_WireHandler[MessagesContextWire]):
     """Anthropic `context_management.edits` and compaction blocks."""
 
-    def __init__(self, service: AnthropicEditsService, wire: MessagesContextWire) -> None:
-        self.service = service
-        self.wire = wire
+    service: AnthropicEditsService
+    wire: MessagesContextWire
 
     async def plan(self, call: ProxyCall, body: dict[str, Any]) -> NativePlan:
         edited = await self.service.apply(body, call.tenant, call.caller_gone)
@@ -128,19 +128,14 @@ class MessagesHandler(_WireHandler[MessagesContextWire]):
         )
 
 
+@dataclass(eq=False)
 class ResponsesHandler(_WireHandler[ResponsesContextWire]):
     """Responses `context_management` compaction, compaction items and the
     `compaction_trigger` input item."""
 
-    def __init__(
-        self,
-        service: ResponsesCompactionService,
-        wire: ResponsesContextWire,
-        sessions: SessionService | None = None,
-    ) -> None:
-        self.service = service
-        self.wire = wire
-        self.sessions = sessions
+    service: ResponsesCompactionService
+    wire: ResponsesContextWire
+    sessions: SessionService | None = None
 
     async def plan(self, call: ProxyCall, body: dict[str, Any]) -> NativePlan:
         if self.wire.compaction_trigger(body):

@@ -24,7 +24,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -178,45 +178,33 @@ class AheadJob:
     pace_key: tuple[Any, ...] | None = None
 
 
+@dataclass(eq=False)
 class PrepareAhead:
     """Starts, finds and accounts for the summaries prepared ahead of a threshold."""
 
-    def __init__(
-        self,
-        policy: PrepareAheadPolicy,
-        background: BackgroundSummaries,
-        estimation: EstimationService,
-        compaction: CompactionService,
-        cache: SummaryCache,
-        memo: PrefixMemo,
-        observer: PrepareObserver | None = None,
-        ledger: CostLedger | None = None,
-        leases: AheadLeases | None = None,
-        pace: AheadPace | None = None,
-    ) -> None:
-        self.policy = policy
-        self.background = background
-        self.estimation = estimation
-        self.compaction = compaction
-        self.cache = cache
-        self.memo = memo
-        self.observer: PrepareObserver = observer or NullPrepareObserver()
-        # Bills the background summaries to the tenant, as the inline path does (SPEC §15).
-        self.ledger = ledger
-        # Per conversation: the prefix hash of its newest prepared summary, and whether a
-        # turn used it yet (one never used when the next is prepared is wasted).
-        self._prepared: _Lru = _Lru()
-        # One background summary per conversation across replicas (none: this process's).
-        self.leases = leases or AheadLeases(None)
-        # Conversations whose lease another replica held when this one asked: a summary
-        # the crossing turn finds in the shared cache was prepared ahead there.
-        self._elsewhere: _Lru = _Lru()
-        # Per conversation: the summary its latest compacted turn was forwarded with (its
-        # prefix hash, and it), which stays in use until a turn needs the prepared one.
-        self._in_use: _Lru = _Lru()
-        # When, past the soft threshold, a summary is started (services.ahead_pace): by
-        # conversation, keyed by `pace_key`.
-        self.pace = pace or AheadPace()
+    policy: PrepareAheadPolicy
+    background: BackgroundSummaries
+    estimation: EstimationService
+    compaction: CompactionService
+    cache: SummaryCache
+    memo: PrefixMemo
+    observer: PrepareObserver = field(default_factory=NullPrepareObserver)
+    # Bills the background summaries to the tenant, as the inline path does (SPEC §15).
+    ledger: CostLedger | None = None
+    # One background summary per conversation across replicas (none: this process's).
+    leases: AheadLeases = field(default_factory=lambda: AheadLeases(None))
+    # When, past the soft threshold, a summary is started (services.ahead_pace): by
+    # conversation, keyed by `pace_key`.
+    pace: AheadPace = field(default_factory=AheadPace)
+    # Per conversation: the prefix hash of its newest prepared summary, and whether a
+    # turn used it yet (one never used when the next is prepared is wasted).
+    _prepared: _Lru = field(default_factory=_Lru, init=False)
+    # Conversations whose lease another replica held when this one asked: a summary
+    # the crossing turn finds in the shared cache was prepared ahead there.
+    _elsewhere: _Lru = field(default_factory=_Lru, init=False)
+    # Per conversation: the summary its latest compacted turn was forwarded with (its
+    # prefix hash, and it), which stays in use until a turn needs the prepared one.
+    _in_use: _Lru = field(default_factory=_Lru, init=False)
 
     @staticmethod
     def conversation_key(tenant: str, scope: str, prefixes: PrefixHashes) -> tuple[str, ...]:

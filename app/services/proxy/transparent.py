@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -76,30 +76,23 @@ def history_of(call: ProxyCall, body: dict[str, Any]) -> HistoryInput | None:
     )
 
 
+@dataclass(eq=False)
 class TransparentCompactor:
     """Compacts proxied histories over their threshold, through the summary cache."""
 
-    def __init__(
-        self,
-        estimation: EstimationService,
-        compaction: CompactionService,
-        cache: SummaryCache,
-        observer: ProxyObserver,
-        memos: ResendMemo | None = None,
-        tracer: Tracer | None = None,
-        ahead: PrepareAhead | None = None,
-        ledger: CostLedger | None = None,
-    ) -> None:
-        self.ledger = ledger
-        self.estimation = estimation
-        self.compaction = compaction
-        self.cache = cache
-        self.observer = observer
-        self.memos: ResendMemo = memos or ResendMemos()
-        self.tracer: Tracer = tracer or NullTracer()
-        self._prefix_memo = ahead.memo if ahead is not None else PrefixMemo()
-        # Summaries prepared ahead of the threshold (SPEC §16); None: compaction inline.
-        self.ahead = ahead
+    estimation: EstimationService
+    compaction: CompactionService
+    cache: SummaryCache
+    observer: ProxyObserver
+    memos: ResendMemo = field(default_factory=ResendMemos)
+    tracer: Tracer = field(default_factory=NullTracer)
+    # Summaries prepared ahead of the threshold (SPEC §16); None: compaction inline.
+    ahead: PrepareAhead | None = None
+    ledger: CostLedger | None = None
+    _prefix_memo: PrefixMemo = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._prefix_memo = self.ahead.memo if self.ahead is not None else PrefixMemo()
 
     async def apply(
         self,

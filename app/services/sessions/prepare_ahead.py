@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from app.engine.compaction import ahead as ahead_cut
@@ -76,28 +76,25 @@ class PreparedCompaction:
     outcome: CompactionOutcome
 
 
+@dataclass(eq=False)
 class SessionPrepareAhead:
     """Starts, keeps and hands out the compactions prepared ahead for sessions."""
 
-    def __init__(
-        self,
-        ratio: float,
-        wait_seconds: float,
-        background: BackgroundWork,
-        observer: PrepareObserver | None = None,
-        pace: AheadPace | None = None,
-    ) -> None:
-        self.ratio = ratio
-        self.wait_seconds = wait_seconds
-        self.background = background
-        self.observer: PrepareObserver = observer or NullPrepareObserver()
-        # When, past the soft threshold, a compaction is started (services.ahead_pace).
-        self.pace = pace or AheadPace()
-        # Sessions (by base record) whose start the pace held back past the soft
-        # threshold: their crossing turn starts it and goes on uncompacted, as one whose
-        # compaction is still running does, instead of compacting inline.
-        self._held_back: OrderedDict[tuple[str, str, int], None] = OrderedDict()
-        self._prepared: OrderedDict[tuple[str, str], PreparedCompaction] = OrderedDict()
+    ratio: float
+    wait_seconds: float
+    background: BackgroundWork
+    observer: PrepareObserver = field(default_factory=NullPrepareObserver)
+    # When, past the soft threshold, a compaction is started (services.ahead_pace).
+    pace: AheadPace = field(default_factory=AheadPace)
+    # Sessions (by base record) whose start the pace held back past the soft
+    # threshold: their crossing turn starts it and goes on uncompacted, as one whose
+    # compaction is still running does, instead of compacting inline.
+    _held_back: OrderedDict[tuple[str, str, int], None] = field(
+        default_factory=OrderedDict, init=False
+    )
+    _prepared: OrderedDict[tuple[str, str], PreparedCompaction] = field(
+        default_factory=OrderedDict, init=False
+    )
 
     @staticmethod
     def key(context: SessionContext) -> tuple[str, str]:
