@@ -464,23 +464,25 @@ def main() -> None:
         f"{'normal p50':>11} {'added p50':>10} {'added p99':>10} "
         f"{'calls':>6}  states / prepared outcomes"
     )
-    totals: dict[tuple[str, float, str, bool], int] = {}
+    totals: dict[tuple[str, float, str, bool], tuple[int, int]] = {}
     for mode in modes:
         for seconds in (float(x) for x in args.summaries.split(",")):
             for transcript in replayed:
                 for ratio, lease in runs:
-                    calls = report(transcript, mode, seconds, ratio, lease, think, args)
+                    calls, unused = report(transcript, mode, seconds, ratio, lease, think, args)
                     key = (mode, seconds, ratio, lease)
-                    totals[key] = totals.get(key, 0) + calls
+                    made, left = totals.get(key, (0, 0))
+                    totals[key] = (made + calls, left + unused)
     if len(replayed) > 1:
         print("summarizer calls, every transcript:")
-        for (mode, seconds, ratio, lease), calls in totals.items():
+        for (mode, seconds, ratio, lease), (calls, unused) in totals.items():
             if ratio == "off":
                 continue
-            inline = totals[(mode, seconds, "off", True)]
+            inline = totals[(mode, seconds, "off", True)][0]
             print(
                 f"  {mode} {seconds:.0f}s ratio {ratio} lease {'on' if lease else 'off'}: "
-                f"{inline} inline → {calls} ({(calls - inline) / inline:+.0%})"
+                f"{inline} inline → {calls} ({(calls - inline) / inline:+.0%}); "
+                f"{unused} of them prepared but not used yet when their transcript ended"
             )
 
 
@@ -492,8 +494,10 @@ def report(
     lease: bool,
     think: float,
     args: Any,
-) -> int:
-    """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`."""
+) -> tuple[int, int]:
+    """One row: `mode` replayed with summaries of `seconds` (scaled) at `ratio`; its
+    summarizer calls, and how many prepared summaries no turn had used (or replaced) when
+    the transcript ended."""
     name = transcript.name
     delay = seconds * args.scale
     trace = Trace() if args.trace else None
@@ -511,7 +515,9 @@ def report(
         f"{result['states']} {result['outcomes'] or ''}",
         flush=True,
     )
-    return int(result["calls"])
+    states, outcomes = result["states"], result["outcomes"]
+    used = states.get("ready", 0) + states.get("waited", 0) + outcomes.get("wasted", 0)
+    return int(result["calls"]), max(0, outcomes.get("stored", 0) - used)
 
 
 if __name__ == "__main__":
