@@ -31,7 +31,10 @@ the leases; the bench swaps the composition's lease store for none).
 `--transcripts all` replays the other real Claude Code sessions of ../shared/transcripts
 too (4d5611e5…, and its sub-agent's), one after the other, and sums the summarizer calls
 over them: one transcript's ending (a summary prepared just before it ends) or its one
-huge tool result should not decide the ratio. `--summaries 3` runs only the 3 s rows.
+huge tool result should not decide the ratio. `--transcripts real` adds the OpenHands, SWE-agent
+and swe_play transcripts (tests/real_transcripts.py), each replayed against a window
+sized to it (`other_agents`). The summary line also says how many prepared summaries no
+turn had used when their transcript ended. `--summaries 3` runs only the 3 s rows.
 Each row also shows the service's prepared-ahead counters (/metrics: started, stored,
 nothing to compact, wasted, ...).
 
@@ -40,7 +43,7 @@ nothing to compact, wasted, ...).
 stored, a compaction deferred): where each call of a run came from.
 
 Run: .venv/bin/python bench/prepare_ahead.py [--scale 0.05] [--turns N] [--replicas 2]
-     [--mode stateless|session|both] [--transcripts all] [--summaries 3,20] [--trace]
+     [--mode stateless|session|both] [--transcripts all|real] [--summaries 3,20] [--trace]
      [--ratios 0.8,0.9]
 """
 
