@@ -475,7 +475,8 @@ class TransparentCompactor:
     ) -> _Deferred | None:
         """Over the threshold with no summary ready: forward as it is while it fits the
         window (`pending`), else wait for the background summary (`waited`); None:
-        compact inline (the background one failed, was given up, or took too long)."""
+        compact inline (none was on its way and the request does not fit, or the
+        background one failed, was given up, or took too long)."""
         assert self.ahead is not None
         wanted, counted = now
         conversation, history, full = caller
