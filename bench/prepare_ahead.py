@@ -31,9 +31,9 @@ the leases; the bench swaps the composition's lease store for none).
 `--transcripts all` replays the other real Claude Code sessions of ../shared/transcripts
 too (4d5611e5…, and its sub-agent's), one after the other, and sums the summarizer calls
 over them: one transcript's ending (a summary prepared just before it ends) or its one
-huge tool result should not decide the ratio. `--transcripts real` adds the OpenHands, SWE-agent
-and swe_play transcripts (tests/real_transcripts.py), each replayed against a window
-sized to it (`other_agents`). The summary line also says how many prepared summaries no
+huge tool result should not decide the ratio. `--transcripts real` adds the OpenHands,
+SWE-agent and swe_play transcripts (tests/real_transcripts.py), each replayed against a
+window sized to it (`other_agents`). The summary line also says how many prepared summaries no
 turn had used when their transcript ended. `--summaries 3` runs only the 3 s rows.
 Each row also shows the service's prepared-ahead counters (/metrics: started, stored,
 nothing to compact, wasted, ...).
@@ -130,12 +130,12 @@ def other_agents() -> list[Replayed]:
     before the agent's first reply."""
     from tests import real_transcripts
 
-    found = []
-    for t in (*real_transcripts.openhands(), *real_transcripts.swe_agent()):
-        found.append(_sized(t.name, t.messages))
-    for t in real_transcripts.swe_play():
-        found.append(_sized(t.name, t.messages))
-    return found
+    others = (
+        *real_transcripts.openhands(),
+        *real_transcripts.swe_agent(),
+        *real_transcripts.swe_play(),
+    )
+    return [_sized(t.name, t.messages) for t in others]
 
 
 def _sized(name: str, messages: list[dict[str, Any]]) -> Replayed:
